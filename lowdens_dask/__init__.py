@@ -1,0 +1,14 @@
+"""lowdens-dask: low-density-separation clustering with hyperplanes, in memory and at scale.
+
+Layers, each using only the one below: backend (data) -> kernels -> indices -> pursuit -> tree ->
+estimators.
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from .estimators import MDH, PDDP, DePDDP, MDHClustering
+from .tree import ClusterTree
+
+__version__ = "0.1.0"
+
+__all__ = ["MDH", "MDHClustering", "PDDP", "DePDDP", "ClusterTree", "__version__"]

@@ -1,0 +1,97 @@
+"""In-memory backend of the data layer: a numpy array and optional per-row weights.
+
+The projection-pursuit layers above see data only through the operations of ``InMemoryData``:
+row count and total weight, weighted mean, leading covariance eigenvectors, projection ``X @ V``,
+back-projection ``X.T @ G`` and row subsets. The Dask backend implements the same operations with
+chunked map/reduce passes.
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import eigh
+from scipy.sparse.linalg import LinearOperator, eigsh
+
+#: Above this many features the leading eigenvectors come from Lanczos iterations on X rather than
+#: from a dense d x d covariance matrix.
+DENSE_EIGH_MAX_FEATURES = 128
+
+
+class InMemoryData:
+    """Rows of a float64 matrix with non-negative frequency weights.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Validated, finite data. It is used as given (not copied) when already C-contiguous float64.
+    weights : ndarray of shape (n_samples,), optional
+        Frequency weights (a row of weight 2 counts as two identical rows). Default: all ones.
+    """
+
+    def __init__(self, X: np.ndarray, weights: np.ndarray | None = None):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        n = self.X.shape[0]
+        self.weights = np.ones(n) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
+        self.total_weight = float(self.weights.sum())
+        self._mean: np.ndarray | None = None
+
+    @property
+    def n_samples(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    def mean(self) -> np.ndarray:
+        """Weighted column means."""
+        if self._mean is None:
+            self._mean = (self.weights @ self.X) / self.total_weight
+        return self._mean
+
+    def project(self, V: np.ndarray) -> np.ndarray:
+        """``X @ V`` for a direction (d,) or a block of directions (d, k)."""
+        return self.X @ V
+
+    def backproject(self, G: np.ndarray) -> np.ndarray:
+        """``X.T @ G`` for per-row weights (n,) or (n, k)."""
+        return self.X.T @ G
+
+    def leading_eigenvectors(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k eigenpairs of the weighted covariance (divisor W - 1), largest first.
+
+        Each eigenvector's sign is fixed so that its largest-magnitude entry is positive, which makes
+        fits reproducible across platforms and backends.
+        """
+        d = self.n_features
+        k = min(k, d)
+        xc = self.X - self.mean()
+        denom = max(self.total_weight - 1.0, 1.0)
+        sw = np.sqrt(self.weights)[:, None]
+        if d <= DENSE_EIGH_MAX_FEATURES or k >= d - 1:
+            xs = xc * sw
+            vals, vecs = eigh(xs.T @ xs / denom, subset_by_index=(d - k, d - 1))
+            vals, vecs = vals[::-1], vecs[:, ::-1]
+        else:
+            w = self.weights
+
+            def matvec(v):
+                return xc.T @ (w * (xc @ v.ravel())) / denom
+
+            op = LinearOperator((d, d), matvec=matvec, dtype=np.float64)
+            vals, vecs = eigsh(op, k=k, which="LA", v0=np.full(d, 1.0 / np.sqrt(d)), tol=1e-10)
+            order = np.argsort(vals)[::-1]
+            vals, vecs = vals[order], vecs[:, order]
+        idx = np.argmax(np.abs(vecs), axis=0)
+        vecs = vecs * np.sign(vecs[idx, np.arange(vecs.shape[1])])
+        return np.maximum(vals, 0.0), np.ascontiguousarray(vecs)
+
+    def take(self, rows: np.ndarray) -> "InMemoryData":
+        """The subset of rows given by an index array or a boolean mask."""
+        return InMemoryData(self.X[rows], self.weights[rows])
+
+    def weighted_count(self, mask: np.ndarray) -> float:
+        """Total weight of the rows selected by a boolean mask."""
+        return float(self.weights[mask].sum())

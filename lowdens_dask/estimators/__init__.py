@@ -1,0 +1,6 @@
+"""scikit-learn compatible estimators."""
+
+from .divisive import PDDP, DePDDP, MDHClustering
+from .mdh import MDH
+
+__all__ = ["MDH", "MDHClustering", "PDDP", "DePDDP"]

@@ -1,0 +1,89 @@
+"""Input checks shared by the estimators: clear errors, no silent changes to the data."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+
+def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray]:
+    """Validate X (finite, 2-D, at least two rows) and the weights; warn about constant columns."""
+    X = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2, ensure_all_finite=True)
+    n = X.shape[0]
+    if sample_weight is None:
+        weights = np.ones(n)
+    else:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        if weights.shape != (n,):
+            raise ValueError(f"sample_weight must have shape ({n},); got {weights.shape}.")
+        if not np.all(np.isfinite(weights)):
+            raise ValueError("sample_weight contains NaN or infinite values.")
+        if np.any(weights < 0):
+            raise ValueError(f"sample_weight must be non-negative; {int((weights < 0).sum())} values are negative.")
+        if weights.sum() <= 1:
+            raise ValueError(
+                f"The total sample_weight must exceed 1 (weights are frequency counts); got {weights.sum():g}."
+            )
+    spread = np.ptp(X[weights > 0], axis=0)
+    constant = np.flatnonzero(spread == 0)
+    if constant.size == X.shape[1]:
+        raise ValueError("Every feature of X is constant; there is no direction to split along.")
+    if constant.size:
+        warnings.warn(
+            f"X has {constant.size} constant column(s) (indices {constant[:10].tolist()}"
+            f"{'...' if constant.size > 10 else ''}); they carry no information and do not affect the split.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return X, weights
+
+
+def standardisation(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted column means and standard deviations (divisor W - 1); constant columns get scale 1."""
+    total = weights.sum()
+    mean = weights @ X / total
+    var = weights @ (X - mean) ** 2 / max(total - 1.0, 1.0)
+    scale = np.sqrt(var)
+    scale[scale == 0] = 1.0
+    return mean, scale
+
+
+def to_original_coordinates(v: np.ndarray, b: float, mean: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, float]:
+    """Map a hyperplane v.z = b in z-scored coordinates z = (x - mean)/scale back to x coordinates."""
+    w = v / scale
+    norm = np.linalg.norm(w)
+    return w / norm, float((b + w @ mean) / norm)
+
+
+def check_positive_int(value, name: str, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer{' or None' if allow_none else ''}; got {value!r}.")
+
+
+def check_mdh_params(est) -> None:
+    """Checks of the MDP² parameters shared by MDH and MDHClustering."""
+    if est.alphas is not None:
+        alphas = np.asarray(est.alphas, dtype=np.float64)
+        if alphas.ndim != 1 or alphas.size == 0 or np.any(alphas < 0) or not np.all(np.isfinite(alphas)):
+            raise ValueError(f"alphas must be a non-empty sequence of non-negative numbers; got {est.alphas!r}.")
+        if np.any(np.diff(alphas) < 0):
+            raise ValueError(f"alphas must be non-decreasing (a continuation schedule); got {est.alphas!r}.")
+    if not 0 < est.eta < 1:
+        raise ValueError(f"eta must lie in (0, 1); got {est.eta!r}.")
+    if not 0 < est.eps < 1:
+        raise ValueError(f"eps must lie in (0, 1); got {est.eps!r}.")
+    check_positive_int(est.maxiter, "maxiter")
+    if not est.ftol > 0:
+        raise ValueError(f"ftol must be positive; got {est.ftol!r}.")
+    if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
+        raise ValueError(f"min_size must be a positive number; got {est.min_size!r}.")
+    bw = est.bandwidth
+    if not (bw is None or bw == "silverman" or callable(bw) or (isinstance(bw, numbers.Real) and bw > 0)):
+        raise ValueError(f"bandwidth must be None, 'silverman', a positive number or a callable; got {bw!r}.")

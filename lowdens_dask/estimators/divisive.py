@@ -1,0 +1,288 @@
+"""Divisive clustering by recursive bi-partition: MDHClustering (PPCI's mddc), PDDP and DePDDP."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..backend import InMemoryData
+from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
+from ..tree import ClusterTree
+from ._validation import (
+    check_fit_input,
+    check_mdh_params,
+    check_positive_int,
+    standardisation,
+    to_original_coordinates,
+)
+
+
+class _DivisiveClustering(ClusterMixin, BaseEstimator):
+    """Grow a ClusterTree by repeatedly splitting the leaf with the largest split index.
+
+    Each node is re-centred and its hyperplane (PCs, bandwidth) recomputed from its own rows. A leaf
+    whose hyperplane is not valid (fewer than ``min_size`` points on a side, or for MDH no density
+    minimum) is never split. With ``split_index="size"`` a leaf's hyperplane is computed only when it
+    is the largest splittable leaf, which gives the same tree as computing every leaf eagerly.
+    """
+
+    _method: str
+    _split_indices: tuple[str, ...]
+
+    def _hyperplane_params(self) -> dict:
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        check_positive_int(self.n_clusters, "n_clusters", allow_none=True)
+        if not (callable(self.split_index) or self.split_index in self._split_indices):
+            raise ValueError(
+                f"split_index must be one of {self._split_indices} or a callable; got {self.split_index!r}."
+            )
+        if not self.min_size > 0:
+            raise ValueError(f"min_size must be a positive number; got {self.min_size!r}.")
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Grow the tree on X; ``labels_`` are the leaves' labels (tree order)."""
+        self._check_params()
+        X, weights = check_fit_input(self, X, sample_weight)
+        Z = X
+        if self.standardize:
+            mean, scale = standardisation(X, weights)
+            Z = (X - mean) / scale
+        params = self._hyperplane_params()
+        tree = ClusterTree(X.shape[1], self._method, params, root_size=weights.sum())
+        rows = {0: np.arange(X.shape[0])}
+        found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split (None: no valid split)
+        target = math.inf if self.n_clusters is None else self.n_clusters
+
+        def compute(leaf_id: int) -> Hyperplane | None:
+            idx = rows[leaf_id]
+            w = weights[idx]
+            if w.sum() < 2 * self.min_size or idx.size < 3 or np.all(np.ptp(Z[idx], axis=0) == 0):
+                return None
+            hp = find_hyperplane(self._method, InMemoryData(Z[idx], w), **params)
+            if not hp.valid:
+                return None
+            if self.standardize:
+                v, b = to_original_coordinates(hp.v, hp.b, mean, scale)
+                hp = hp._replace(v=v, b=b)
+            return hp
+
+        n_leaves = 1
+        while n_leaves < target:
+            candidates = [leaf for leaf in rows if found.get(leaf, True) is not None]
+            if not candidates:
+                break
+            if self.split_index != "size":
+                for leaf in candidates:
+                    if leaf not in found:
+                        found[leaf] = compute(leaf)
+                candidates = [leaf for leaf in candidates if found[leaf] is not None]
+                if not candidates:
+                    break
+            leaf = max(candidates, key=lambda k: self._index_value(k, tree, found, Z, rows))
+            if leaf not in found:
+                found[leaf] = compute(leaf)
+            hp = found[leaf]
+            if hp is None:
+                continue
+            idx = rows.pop(leaf)
+            below = X[idx] @ hp.v < hp.b
+            w = weights[idx]
+            node = tree.add_split(leaf, self._method, hp, (float(w[below].sum()), float(w[~below].sum())))
+            rows[node.children[0]] = idx[below]
+            rows[node.children[1]] = idx[~below]
+            n_leaves += 1
+        for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
+            if hp is not None and leaf in rows:
+                tree.nodes[leaf].set_hyperplane(self._method, hp)
+        if self.n_clusters is not None and n_leaves < self.n_clusters:
+            warnings.warn(
+                f"Only {n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
+                f"has a valid {self._method} split.",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.tree_ = tree
+        self.n_clusters_ = n_leaves
+        self.labels_ = tree.predict(X)
+        return self
+
+    def _index_value(self, leaf: int, tree: ClusterTree, found: dict, Z: np.ndarray, rows: dict) -> float:
+        index = self.split_index
+        if index == "size":
+            return tree.nodes[leaf].size
+        hp = found[leaf]
+        if index == "fval":
+            return 1.0 / hp.fval if hp.fval > 0 else math.inf
+        if index == "rdepth":
+            return hp.relative_depth
+        if index == "scatter":
+            z = Z[rows[leaf]]
+            return float(((z - z.mean(axis=0)) ** 2).sum())
+        return float(index(Z[rows[leaf]], hp))
+
+    def predict(self, X) -> np.ndarray:
+        """Route each row down the tree to its leaf's label."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
+        return self.tree_.predict(X)
+
+
+class MDHClustering(_DivisiveClustering):
+    """Divisive clustering with minimum density hyperplanes (MDDC; PPCI's ``mddc``).
+
+    Each split is an :class:`~lowdens_dask.MDH` fitted on the leaf's own rows (Pavlidis, Hofmeyr &
+    Tasoulis, JMLR 2016; divisive use as in Hofmeyr & Pavlidis, R Journal 11(2), 2019).
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=8
+        Number of leaves to grow. None splits until no leaf has a valid split. If the data cannot
+        give ``n_clusters`` leaves a warning is issued and fewer are returned.
+    split_index : {"size", "fval", "rdepth"} or callable, default="size"
+        Which leaf to split next: the largest, the one whose hyperplane has the lowest density, or the
+        largest relative depth. A callable receives ``(X_leaf, hyperplane)`` and returns a number.
+    min_size : float, default=1
+        Each side of a split must hold at least this many points (total weight).
+    bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
+        As for :class:`~lowdens_dask.MDH`, applied at every node.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+    tree_ : ClusterTree
+    n_clusters_ : int
+        Number of leaves actually formed.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+    """
+
+    _method = "mdh"
+    _split_indices = ("size", "fval", "rdepth")
+
+    def __init__(
+        self,
+        n_clusters: int | None = 8,
+        *,
+        split_index: str | Callable = "size",
+        min_size: float = 1,
+        bandwidth: float | str | Callable | None = None,
+        alphas: Sequence[float] | None = None,
+        v0: np.ndarray | Callable | None = None,
+        eta: float = 1e-2,
+        eps: float = 1.0 - 1e-6,
+        maxiter: int = 50,
+        ftol: float = 1e-5,
+        standardize: bool = False,
+    ):
+        self.n_clusters = n_clusters
+        self.split_index = split_index
+        self.min_size = min_size
+        self.bandwidth = bandwidth
+        self.alphas = alphas
+        self.v0 = v0
+        self.eta = eta
+        self.eps = eps
+        self.maxiter = maxiter
+        self.ftol = ftol
+        self.standardize = standardize
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_mdh_params(self)
+        if self.v0 is not None and not callable(self.v0):
+            raise ValueError("In divisive use v0 must be None or a callable of the node's data.")
+
+    def _hyperplane_params(self) -> dict:
+        return {
+            "bandwidth": self.bandwidth,
+            "alphas": tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas),
+            "v0": self.v0,
+            "eta": self.eta,
+            "eps": self.eps,
+            "maxiter": self.maxiter,
+            "ftol": self.ftol,
+            "min_size": self.min_size,
+        }
+
+
+class PDDP(_DivisiveClustering):
+    """Principal Direction Divisive Partitioning (Boley, Data Min. Knowl. Discov. 2(4), 1998).
+
+    Each split projects the node onto its first principal component and cuts at the mean.
+    ``n_clusters=2`` gives a single split.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=8
+    split_index : {"scatter", "size"} or callable, default="scatter"
+        Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean).
+    min_size : float, default=1
+    standardize : bool, default=False
+    """
+
+    _method = "pddp"
+    _split_indices = ("scatter", "size")
+
+    def __init__(
+        self,
+        n_clusters: int | None = 8,
+        *,
+        split_index: str | Callable = "scatter",
+        min_size: float = 1,
+        standardize: bool = False,
+    ):
+        self.n_clusters = n_clusters
+        self.split_index = split_index
+        self.min_size = min_size
+        self.standardize = standardize
+
+    def _hyperplane_params(self) -> dict:
+        return {"min_size": self.min_size}
+
+
+class DePDDP(_DivisiveClustering):
+    """Density-enhanced PDDP (Tasoulis, Tasoulis & Plagianakos, Pattern Recognit. 43(11), 2010).
+
+    Each split projects the node onto its first principal component and cuts at the lowest local
+    minimum of the projection's Gaussian KDE (bandwidth ``0.9 * sigma_pc1 * n**(-1/5)``); a leaf with a
+    unimodal projection is not split.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=8
+    split_index : {"fval", "size"} or callable, default="fval"
+        "fval" splits the leaf whose minimum has the lowest density (the dePDDP rule).
+    bandwidth : None, "silverman", float or callable, default=None
+    min_size : float, default=1
+    standardize : bool, default=False
+    """
+
+    _method = "depddp"
+    _split_indices = ("fval", "size")
+
+    def __init__(
+        self,
+        n_clusters: int | None = 8,
+        *,
+        split_index: str | Callable = "fval",
+        bandwidth: float | str | Callable | None = None,
+        min_size: float = 1,
+        standardize: bool = False,
+    ):
+        self.n_clusters = n_clusters
+        self.split_index = split_index
+        self.bandwidth = bandwidth
+        self.min_size = min_size
+        self.standardize = standardize
+
+    def _hyperplane_params(self) -> dict:
+        return {"bandwidth": self.bandwidth, "min_size": self.min_size}

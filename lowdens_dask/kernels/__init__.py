@@ -1,0 +1,1 @@
+"""Numba-compiled, chunk-local kernels (binning, kernel sums, derivative weights)."""
