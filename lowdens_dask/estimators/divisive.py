@@ -19,6 +19,7 @@ from ._validation import (
     check_fit_input,
     check_mdh_params,
     check_positive_int,
+    single_threaded_blas,
     standardisation,
     to_original_coordinates,
 )
@@ -67,7 +68,8 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             w = weights[idx]
             if w.sum() < 2 * self.min_size or idx.size < 3 or np.all(np.ptp(Z[idx], axis=0) == 0):
                 return None
-            hp = find_hyperplane(self._method, InMemoryData(Z[idx], w), **params)
+            with single_threaded_blas():
+                hp = find_hyperplane(self._method, InMemoryData(Z[idx], w), **params)
             if not hp.valid:
                 return None
             if self.standardize:

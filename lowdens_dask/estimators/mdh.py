@@ -13,7 +13,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import InMemoryData
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
-from ._validation import check_fit_input, check_mdh_params, standardisation, to_original_coordinates
+from ._validation import (
+    check_fit_input,
+    check_mdh_params,
+    single_threaded_blas,
+    standardisation,
+    to_original_coordinates,
+)
 
 
 class MDH(ClusterMixin, BaseEstimator):
@@ -114,7 +120,8 @@ class MDH(ClusterMixin, BaseEstimator):
         v0 = self.v0
         if v0 is not None and not callable(v0) and self.standardize:
             v0 = np.asarray(v0, dtype=np.float64) * (scale if np.ndim(v0) == 1 else scale[:, None])
-        hp = minimum_density_hyperplane(InMemoryData(Z, weights), v0=v0, **self._pursuit_params())
+        with single_threaded_blas():
+            hp = minimum_density_hyperplane(InMemoryData(Z, weights), v0=v0, **self._pursuit_params())
         v, b = hp.v, hp.b
         if self.standardize:
             v, b = to_original_coordinates(v, b, mean, scale)

@@ -1,10 +1,15 @@
-"""A small BFGS with Armijo backtracking, tuned for cheap re-entry across continuation stages."""
+"""Limited-memory BFGS with Armijo backtracking, able to resume across continuation stages.
+
+With a memory at least as long as a stage, the search directions are those of BFGS started from
+the scaled identity; the memory only bounds the cost (O(m d) per iteration instead of O(d²)).
+"""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
 from collections.abc import Callable
 
 import numpy as np
+from numba import njit
 
 ARMIJO_C1 = 1e-4
 BACKTRACK = 0.2
@@ -13,33 +18,76 @@ MAX_BACKTRACKS = 30
 FIRST_STEP = 0.1
 
 
-def bfgs(
+@njit(cache=True, nogil=True)
+def two_loop_direction(g, S, Y, rho, count, newest, gamma):
+    """``-H g`` for the L-BFGS inverse Hessian of the ``count`` newest pairs in ring buffers S, Y.
+
+    ``H`` is the BFGS update of ``gamma * I`` by the pairs, oldest first (Nocedal & Wright, Alg. 7.4).
+    """
+    m = S.shape[0]
+    q = g.copy()
+    a = np.empty(count)
+    for k in range(count):
+        j = (newest - k) % m
+        a[k] = rho[j] * (S[j] @ q)
+        q -= a[k] * Y[j]
+    q *= gamma
+    for k in range(count - 1, -1, -1):
+        j = (newest - k) % m
+        beta = rho[j] * (Y[j] @ q)
+        q += (a[k] - beta) * S[j]
+    return -q
+
+
+class LBFGSMemory:
+    """Curvature pairs (s, y) kept between continuation stages."""
+
+    def __init__(self, n: int, memory: int):
+        self.S = np.zeros((memory, n))
+        self.Y = np.zeros((memory, n))
+        self.rho = np.zeros(memory)
+        self.count = 0
+        self.newest = -1
+        self.gamma = 1.0
+
+    def push(self, s: np.ndarray, y: np.ndarray, sy: float) -> None:
+        self.newest = (self.newest + 1) % self.S.shape[0]
+        self.S[self.newest] = s
+        self.Y[self.newest] = y
+        self.rho[self.newest] = 1.0 / sy
+        self.count = min(self.count + 1, self.S.shape[0])
+        self.gamma = sy / float(y @ y)
+
+    def direction(self, g: np.ndarray) -> np.ndarray:
+        return two_loop_direction(g, self.S, self.Y, self.rho, self.count, self.newest, self.gamma)
+
+
+def lbfgs(
     fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
     x: np.ndarray,
     f: float,
     g: np.ndarray,
-    hess_inv: np.ndarray | None,
+    memory: LBFGSMemory,
     maxiter: int,
     ftol: float,
-) -> tuple[np.ndarray, float, np.ndarray, np.ndarray | None]:
-    """Minimise ``fun`` from ``x`` (with value ``f`` and gradient ``g`` already known).
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """Minimise ``fun`` from ``x`` (value ``f``, gradient ``g`` known); updates ``memory`` in place.
 
-    Stops after ``maxiter`` iterations or when one iteration lowers f by at most ``ftol``. The
-    objective's last evaluation is always at the returned point unless a line search failed.
-    ``hess_inv`` (inverse Hessian approximation) is returned so a following stage can warm-start.
+    Stops after ``maxiter`` iterations or when an iteration lowers f by at most ``ftol``. The
+    objective's last evaluation is at the returned point unless a line search failed.
     """
-    n = x.size
     for _ in range(maxiter):
         gnorm = float(np.sqrt(g @ g))
         if gnorm == 0.0 or not np.isfinite(gnorm):
             break
-        if hess_inv is None:
-            hess_inv = np.eye(n) * (FIRST_STEP * float(np.sqrt(x @ x)) / gnorm)
-        d = -(hess_inv @ g)
+        if memory.count == 0:
+            d = g * (-FIRST_STEP * float(np.sqrt(x @ x)) / gnorm)
+        else:
+            d = memory.direction(g)
         slope = float(g @ d)
-        if not slope < 0.0:
-            hess_inv = np.eye(n) * (FIRST_STEP * float(np.sqrt(x @ x)) / gnorm)
-            d = -(hess_inv @ g)
+        if not slope < 0.0:  # not a descent direction: forget the curvature pairs
+            memory.count = 0
+            d = g * (-FIRST_STEP * float(np.sqrt(x @ x)) / gnorm)
             slope = float(g @ d)
         t = 1.0
         for _ in range(MAX_BACKTRACKS):
@@ -49,17 +97,15 @@ def bfgs(
                 break
             t *= BACKTRACK
         else:
-            return x, f, g, None
+            memory.count = 0
+            return x, f, g
         s = x_new - x
         y = g_new - g
         sy = float(s @ y)
         if sy > 1e-12 * float(np.sqrt((s @ s) * (y @ y))):
-            hy = hess_inv @ y
-            yhy = float(y @ hy)
-            rho = 1.0 / sy
-            hess_inv = hess_inv + ((sy + yhy) * rho * rho) * np.outer(s, s) - rho * (np.outer(hy, s) + np.outer(s, hy))
+            memory.push(s, y, sy)
         decrease = f - f_new
         x, f, g = x_new, f_new, g_new
         if decrease <= ftol:
             break
-    return x, f, g, hess_inv
+    return x, f, g

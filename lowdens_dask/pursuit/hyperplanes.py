@@ -17,7 +17,10 @@ import numpy as np
 
 from ..backend import InMemoryData
 from ..indices import MinimumDensityIndex, lowest_density_minimum
-from ._bfgs import bfgs
+from ._bfgs import LBFGSMemory, lbfgs
+
+#: Curvature pairs kept by L-BFGS: at least one alpha stage, so each stage's steps are BFGS steps.
+LBFGS_MEMORY = 50
 
 #: The paper's alpha continuation: alpha_min close to 0, then 0.1 steps up to alpha_max = 0.9 (§5.1.1).
 DEFAULT_ALPHAS = (0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -145,11 +148,11 @@ def _pursue(objective: _ProjectionObjective, v: np.ndarray, alphas, maxiter, fto
     data = objective.data
     index = objective.index
     kept = None
-    hess = None
+    memory = LBFGSMemory(v.size, min(LBFGS_MEMORY, maxiter))
     for alpha in alphas:
         fun = lambda x, a=alpha: objective(x, a)  # noqa: E731
         f, g = fun(v)
-        v, f, g, hess = bfgs(fun, v, f, g, hess, maxiter, ftol)
+        v, f, g = lbfgs(fun, v, f, g, memory, maxiter, ftol)
         if objective.last[0] is not v:
             fun(v)
         _, u, p, split = objective.last
