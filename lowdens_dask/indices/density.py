@@ -155,7 +155,13 @@ def minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf)
     for j in range(m):
         vals[j] = vals[j] * norm + _penalty(a + j * delta, lo, hi, coef, eps)[0]
     starts, stops = _grid_extrema(vals, False)
-    order = np.argsort(vals[starts])
+    # Rank minima by binned value; where the binned density underflows to an exact-zero plateau (a gap
+    # many bandwidths wide), rank by plateau width instead, widest first.
+    key = vals[starts].copy()
+    for q in range(key.shape[0]):
+        if key[q] == 0.0:
+            key[q] = -float(stops[q] - starts[q] + 1)
+    order = np.argsort(key)
     best_f = np.inf
     best_b = np.nan
     best = (np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)

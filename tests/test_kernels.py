@@ -1,0 +1,167 @@
+"""Numba kernels against independent numpy/scipy formulas on random inputs."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from lowdens_dask.indices.density import (
+    adjacent_modes,
+    lowest_density_minimum,
+    minimise_penalised_density,
+    penalty_coefficient,
+)
+from lowdens_dask.kernels.kde import binned_kde_grid, kernel_sums, projection_gradient_weights, weighted_moments
+from lowdens_dask.pursuit._bfgs import LBFGSMemory
+
+SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def direct_sums(p, w, x, h):
+    """sum_i w_i exp(-(x_j - p_i)^2 / 2h^2) for each x_j, by brute force."""
+    return (w[None, :] * np.exp(-((np.atleast_1d(x)[:, None] - p[None, :]) ** 2) / (2 * h * h))).sum(axis=1)
+
+
+def mixture(rng, n=800):
+    return np.concatenate([rng.normal(-2, 0.7, n // 2), rng.normal(1.5, 1.0, n - n // 2)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_weighted_moments_match_numpy_frequency_weights(seed):
+    rng = np.random.default_rng(seed)
+    p = rng.normal(size=300) * rng.uniform(0.1, 10)
+    w = rng.integers(0, 4, size=300).astype(float)
+    total, mean, std, lo, hi = weighted_moments(p, w)
+    assert total == pytest.approx(w.sum())
+    assert mean == pytest.approx(np.average(p, weights=w), rel=1e-12)
+    assert std == pytest.approx(math.sqrt(np.cov(p, fweights=w.astype(int))), rel=1e-10)
+    assert (lo, hi) == (p[w > 0].min(), p[w > 0].max())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binned_grid_matches_direct_sum(seed):
+    rng = np.random.default_rng(seed)
+    p = mixture(rng)
+    w = rng.uniform(0.5, 2.0, size=p.size)
+    h = 0.3
+    x0, delta, m = -3.0, h / 8, 200
+    grid = x0 + delta * np.arange(m)
+    approx = binned_kde_grid(p, w, h, x0, delta, m)
+    exact = direct_sums(p, w, grid, h)
+    assert np.max(np.abs(approx - exact)) <= 2e-3 * exact.max()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kernel_sums_match_direct_sums(seed):
+    rng = np.random.default_rng(seed)
+    p = mixture(rng)
+    w = rng.uniform(0.0, 2.0, size=p.size)
+    h, b = 0.4, rng.normal()
+    kbuf = np.empty_like(p)
+    shift, s0, s1, s2 = kernel_sums(p, w, b, h, kbuf)
+    u = b - p
+    k = w * np.exp(-(u**2) / (2 * h * h))
+    assert shift == 0.0
+    np.testing.assert_allclose([s0, s1, s2], [k.sum(), (k * u).sum(), (k * u * u).sum()], rtol=1e-10)
+    np.testing.assert_allclose(kbuf, k, rtol=1e-12, atol=0)
+
+
+def test_kernel_sums_log_domain_when_plain_sum_underflows():
+    """Far from every point the plain sum underflows; the shifted sum still gives log I exactly."""
+    rng = np.random.default_rng(0)
+    p = np.concatenate([rng.uniform(-3, -1, 50), rng.uniform(1, 3, 50)])
+    w = np.ones_like(p)
+    h, b = 0.02, 0.1
+    assert direct_sums(p, w, b, h)[0] == 0.0  # the naive sum is exactly zero
+    shift, s0, s1, _ = kernel_sums(p, w, b, h, np.empty_like(p))
+    log_sum = math.log(s0) - shift
+    assert log_sum == pytest.approx(logsumexp(-((b - p) ** 2) / (2 * h * h)), rel=1e-12)
+    # d/db log I = -S1 / (S0 h^2): compare with the softmax-weighted mean offset
+    weights = np.exp(-((b - p) ** 2) / (2 * h * h) - logsumexp(-((b - p) ** 2) / (2 * h * h)))
+    assert -s1 / (s0 * h * h) == pytest.approx(-(weights * (b - p)).sum() / h**2, rel=1e-9)
+
+
+def test_projection_gradient_weights_formula():
+    rng = np.random.default_rng(1)
+    p, w, kbuf = rng.normal(size=50), rng.uniform(size=50), rng.uniform(size=50)
+    out = projection_gradient_weights(p, w, kbuf, 0.3, 0.1, 2.0, -0.5, 0.25, np.empty(50))
+    np.testing.assert_allclose(out, 2.0 * kbuf * (0.3 - p) + w * (-0.5 + 0.25 * (p - 0.1)), rtol=1e-13)
+
+
+def penalised_density_dense(p, w, h, alpha, eta, eps, grid):
+    """f_CL on a grid by the direct formula of eq. 10."""
+    total = w.sum()
+    mean = np.average(p, weights=w)
+    std = math.sqrt((w * (p - mean) ** 2).sum() / (total - 1))
+    lo, hi = mean - alpha * std, mean + alpha * std
+    dens = direct_sums(p, w, grid, h) / (total * h * SQRT_2PI)
+    dist = np.maximum(0, np.maximum(lo - grid, grid - hi))
+    return dens + penalty_coefficient(h, eta, eps) * dist ** (1 + eps), lo, hi, mean, std
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("alpha", [0.05, 0.4, 0.9])
+def test_penalised_minimum_is_the_global_minimum(seed, alpha):
+    rng = np.random.default_rng(seed)
+    p = mixture(rng, 600)
+    w = np.ones_like(p)
+    h, eta, eps = 0.35, 1e-2, 1 - 1e-6
+    total, mean, std, _, _ = weighted_moments(p, w)
+    b, log_f, *_ = minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, np.empty_like(p))
+    grid = np.linspace(mean - alpha * std - 0.5, mean + alpha * std + 0.5, 20001)
+    vals, *_ = penalised_density_dense(p, w, h, alpha, eta, eps, grid)
+    assert log_f <= math.log(vals.min()) + 1e-9
+    assert abs(b - grid[np.argmin(vals)]) <= 2 * (grid[1] - grid[0]) + 1e-6
+    assert math.exp(log_f) == pytest.approx(penalised_density_dense(p, w, h, alpha, eta, eps, np.array([b]))[0][0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_adjacent_modes_and_lowest_minimum_match_dense_grid(seed):
+    rng = np.random.default_rng(seed)
+    p = np.concatenate([rng.normal(-3, 0.6, 300), rng.normal(0, 0.5, 200), rng.normal(3, 0.8, 300)])
+    w = np.ones_like(p)
+    h = 0.3
+    grid = np.linspace(p.min() - 1, p.max() + 1, 40001)
+    dens = direct_sums(p, w, grid, h) / (p.size * h * SQRT_2PI)
+    interior = np.arange(1, grid.size - 1)
+    maxima = interior[(dens[interior] > dens[interior - 1]) & (dens[interior] >= dens[interior + 1])]
+    minima = interior[(dens[interior] < dens[interior - 1]) & (dens[interior] <= dens[interior + 1])]
+    b = -1.4
+    log_l, x_l, log_r, x_r = adjacent_modes(p, w, float(p.size), h, b, np.empty_like(p))
+    left = maxima[grid[maxima] < b][-1]
+    right = maxima[grid[maxima] > b][0]
+    assert x_l == pytest.approx(grid[left], abs=1e-3)
+    assert x_r == pytest.approx(grid[right], abs=1e-3)
+    assert math.exp(log_l) == pytest.approx(dens[left], rel=1e-6)
+    assert math.exp(log_r) == pytest.approx(dens[right], rel=1e-6)
+    b_min, log_min = lowest_density_minimum(p, w, float(p.size), h, np.empty_like(p))
+    lowest = minima[np.argmin(dens[minima])]
+    assert b_min == pytest.approx(grid[lowest], abs=1e-3)
+    assert math.exp(log_min) == pytest.approx(dens[lowest], rel=1e-6)
+
+
+def test_lowest_minimum_of_unimodal_sample_is_none():
+    p = np.linspace(-1, 1, 201) ** 3  # one mode, heavy centre
+    b, log_i = lowest_density_minimum(p, np.ones_like(p), 201.0, 0.5, np.empty_like(p))
+    assert math.isnan(b) and log_i == math.inf
+
+
+def test_two_loop_direction_equals_dense_bfgs_product():
+    """L-BFGS's two-loop recursion gives -H g for H built by explicit BFGS updates of gamma*I."""
+    rng = np.random.default_rng(3)
+    n, k = 7, 5
+    mem = LBFGSMemory(n, memory=10)
+    pairs = []
+    for _ in range(k):
+        s = rng.normal(size=n)
+        y = s + 0.3 * rng.normal(size=n)
+        mem.push(s, y, float(s @ y))
+        pairs.append((s, y))
+    H = mem.gamma * np.eye(n)
+    for s, y in pairs:
+        rho = 1 / (s @ y)
+        V = np.eye(n) - rho * np.outer(y, s)
+        H = V.T @ H @ V + rho * np.outer(s, s)
+    g = rng.normal(size=n)
+    np.testing.assert_allclose(mem.direction(g), -H @ g, rtol=1e-10)
