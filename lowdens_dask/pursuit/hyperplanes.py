@@ -120,11 +120,16 @@ def minimum_density_hyperplane(
         if best is None or found[3] > best[3]:
             best = found
     u, split, alpha, depth, valid = best
-    offset = float(objective.mean @ u)
     params = {"bandwidth": h, "alpha": alpha, "eta": eta, "eps": eps}
-    return Hyperplane(
-        u, split.b + offset, valid, math.exp(split.log_density), depth, params, objective.n_evaluations
-    )
+    v, b = _canonical(u, split.b + float(objective.mean @ u))
+    return Hyperplane(v, b, valid, math.exp(split.log_density), depth, params, objective.n_evaluations)
+
+
+def _canonical(v: np.ndarray, b: float) -> tuple[np.ndarray, float]:
+    """(v, b) and (-v, -b) are the same hyperplane: orient v so its largest-magnitude entry is positive."""
+    if v[np.argmax(np.abs(v))] < 0:
+        return -v, -b
+    return v, b
 
 
 def _starting_directions(v0, data, vecs: np.ndarray) -> list[np.ndarray]:
