@@ -1,0 +1,220 @@
+"""Divisive estimators (MDHClustering, PDDP, DePDDP) and the ClusterTree they build."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.cluster.hierarchy import dendrogram, is_valid_linkage
+from sklearn.base import clone
+from sklearn.metrics import homogeneity_score, v_measure_score
+
+from lowdens_dask import PDDP, ClusterTree, DePDDP, MDHClustering
+from lowdens_dask.datasets import load_dataset
+
+
+def blobs(k=4, n_per=150, d=5, seed=0, spread=8.0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=spread, size=(k, d))
+    X = np.vstack([c + rng.normal(size=(n_per, d)) for c in centres])
+    return X, np.repeat(np.arange(k), n_per)
+
+
+@pytest.fixture(scope="module")
+def dermatology():
+    return load_dataset("dermatology")
+
+
+@pytest.fixture(scope="module")
+def fitted(dermatology):
+    X, _ = dermatology
+    return MDHClustering(n_clusters=6).fit(X)
+
+
+def test_mdhclustering_on_dermatology(dermatology, fitted):
+    X, y = dermatology
+    assert fitted.n_clusters_ == 6 and fitted.tree_.n_leaves == 6
+    assert set(fitted.labels_) == set(range(6))
+    assert v_measure_score(y, fitted.labels_) > 0.75  # PPCI's mddc: 0.844
+    np.testing.assert_array_equal(fitted.predict(X), fitted.labels_)
+
+
+def test_tree_sizes_and_min_size(dermatology):
+    X, _ = dermatology
+    model = MDHClustering(n_clusters=6, min_size=20).fit(X)
+    for node in model.tree_:
+        if not node.is_leaf:
+            a, b = (model.tree_.nodes[c] for c in node.children)
+            assert a.size + b.size == node.size
+            assert min(a.size, b.size) >= 20
+            assert node.relative_depth > 0 and node.fval > 0
+    counts = np.bincount(model.labels_)
+    sizes = [leaf.size for leaf in model.tree_.leaves()]
+    np.testing.assert_array_equal(counts, sizes)
+
+
+@pytest.mark.parametrize("index", ["fval", "rdepth", lambda X, hp: -len(X)])
+def test_split_indices(dermatology, index):
+    X, y = dermatology
+    model = MDHClustering(n_clusters=4, split_index=index).fit(X)
+    assert model.n_clusters_ == 4
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    if callable(index):  # "split the smallest leaf" really does pick the smallest valid leaf
+        sizes = sorted(leaf.size for leaf in model.tree_.leaves())
+        assert sizes[-1] > len(X) / 3  # the big first-split side was left alone at least once
+
+
+def test_size_index_lazy_equals_eager_choice(dermatology):
+    """The lazy "size" rule (compute a leaf's split only when it is the largest) builds the same tree as
+    a callable that forces every leaf to be evaluated first."""
+    X, _ = dermatology
+    lazy = MDHClustering(n_clusters=5).fit(X)
+    eager = MDHClustering(n_clusters=5, split_index=lambda Xl, hp: float(len(Xl))).fit(X)
+    np.testing.assert_array_equal(lazy.labels_, eager.labels_)
+
+
+def test_n_clusters_none_splits_until_no_valid_split():
+    X, y = blobs(k=3, seed=1)
+    model = MDHClustering(n_clusters=None, min_size=20).fit(X)
+    assert model.n_clusters_ >= 3
+    assert homogeneity_score(y, model.labels_) > 0.95  # no leaf mixes blobs (blobs may be split further)
+    for leaf in model.tree_.leaves():
+        with pytest.raises(ValueError, match="no valid"):
+            model.tree_.split(leaf, X, min_size=20)
+
+
+def test_too_many_clusters_warns_and_returns_fewer():
+    X, _ = blobs(k=2, n_per=30, d=2, seed=2)
+    with pytest.warns(UserWarning, match="Only .* clusters could be formed"):
+        model = MDHClustering(n_clusters=50, min_size=10).fit(X)
+    assert 2 <= model.n_clusters_ < 50
+    assert len(np.unique(model.labels_)) == model.n_clusters_
+
+
+def test_pddp_single_split_is_pc1_mean_split():
+    X, _ = blobs(seed=3)
+    model = PDDP(n_clusters=2).fit(X)
+    Xc = X - X.mean(axis=0)
+    pc1 = np.linalg.svd(Xc, full_matrices=False)[2][0]
+    manual = (Xc @ pc1 >= 0).astype(int)
+    agree = np.mean(manual == model.labels_)
+    assert agree == 1.0 or agree == 0.0
+
+
+def test_depddp_splits_at_density_gap():
+    rng = np.random.default_rng(4)
+    X = np.vstack([rng.normal(size=(100, 3)) * [3, 1, 1] + [-14, 0, 0], rng.normal(size=(400, 3)) * [3, 1, 1] + [14, 0, 0]])
+    model = DePDDP(n_clusters=2).fit(X)
+    np.testing.assert_array_equal(np.bincount(model.labels_), [100, 400])
+    root = model.tree_.root
+    assert abs(root.b / root.v[0]) < 4.0  # the density minimum lies in the gap, not at the mean (8.4)
+    assert DePDDP(n_clusters=4).fit(X).n_clusters_ >= 2
+
+
+def test_depddp_unimodal_data_does_not_split():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 2)) * [2.0, 1.0]
+    with pytest.warns(UserWarning, match="Only 1 clusters"):
+        model = DePDDP(n_clusters=2).fit(X)
+    assert model.n_clusters_ == 1
+
+
+def test_pddp_divisive_and_scatter_index():
+    X, y = blobs(k=4, seed=6)
+    model = PDDP(n_clusters=4).fit(X)
+    assert model.n_clusters_ == 4
+    assert v_measure_score(y, model.labels_) > 0.7
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_bad_parameters():
+    X, _ = blobs()
+    with pytest.raises(ValueError, match="n_clusters"):
+        MDHClustering(n_clusters=0).fit(X)
+    with pytest.raises(ValueError, match="split_index"):
+        MDHClustering(split_index="nope").fit(X)
+    with pytest.raises(ValueError, match="split_index"):
+        PDDP(split_index="rdepth").fit(X)
+
+
+def test_clone_and_params():
+    model = MDHClustering(n_clusters=3, split_index="fval", min_size=5)
+    params = clone(model).get_params()
+    assert params["n_clusters"] == 3 and params["split_index"] == "fval" and params["min_size"] == 5
+
+
+# ------------------------------------------------------------------------------------------ the tree
+
+
+def test_json_round_trip_reproduces_predictions_bit_for_bit(dermatology, fitted):
+    X, _ = dermatology
+    text = fitted.tree_.to_json()
+    payload = json.loads(text)
+    assert payload["schema_version"] == 1
+    assert "ixs" not in text and len(text) < 50_000  # no data rows stored
+    restored = ClusterTree.from_json(text)
+    np.testing.assert_array_equal(restored.predict(X), fitted.labels_)
+    for a, b in zip(fitted.tree_, restored):
+        assert a.id == b.id
+        if a.v is not None:
+            assert np.array_equal(a.v, b.v) and a.b == b.b
+
+
+def test_unknown_schema_version_is_refused(fitted):
+    payload = fitted.tree_.to_dict()
+    payload["schema_version"] = 99
+    with pytest.raises(ValueError, match="schema_version"):
+        ClusterTree.from_dict(payload)
+
+
+def test_linkage_is_valid_and_draws(fitted):
+    Z = fitted.tree_.to_linkage()
+    assert Z.shape == (5, 4)
+    assert is_valid_linkage(Z)
+    for row in Z:
+        for child in row[:2].astype(int):
+            if child >= 6:
+                assert Z[child - 6, 2] < row[2]
+    d = dendrogram(Z, no_plot=True)
+    assert sorted(d["leaves"]) == list(range(6))
+
+
+def test_prune_keeps_ids_and_split_regrows(dermatology, fitted):
+    X, _ = dermatology
+    tree = ClusterTree.from_json(fitted.tree_.to_json())
+    internal = [n for n in tree if not n.is_leaf and n.id != 0]
+    target = internal[0]
+    kept = {n.id for n in tree} - set(_descendants(tree, target.id))
+    tree.prune(target.id)
+    assert {n.id for n in tree} == kept
+    assert tree.nodes[target.id].is_leaf
+    labels = tree.predict(X)
+    assert len(np.unique(labels)) == tree.n_leaves
+    before = max(tree.nodes)
+    tree.split(target.id, X)
+    assert min(tree.nodes[target.id].children) > before  # new ids, nothing renumbered
+    with pytest.raises(ValueError, match="leaf"):
+        tree.prune(tree.leaves()[0].id)
+    with pytest.raises(ValueError, match="Only leaves"):
+        tree.split(0, X)
+    with pytest.raises(KeyError, match="no node"):
+        tree.split(10_000, X)
+
+
+def test_split_with_overridden_params(dermatology):
+    X, _ = dermatology
+    tree = ClusterTree(X.shape[1], method="mdh", root_size=len(X))
+    tree.split(0, X, alphas=[0.01, 0.3])
+    assert tree.root.params["alpha"] <= 0.3
+    tree.split(tree.root.children[0], X, method="pddp")
+    assert tree.nodes[tree.root.children[0]].method == "pddp"
+    assert tree.n_leaves == 3
+    assert [n.id for n in tree.leaves()] == [3, 4, 2]
+
+
+def _descendants(tree, node_id):
+    out, stack = [], list(tree.nodes[node_id].children or ())
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(tree.nodes[n].children or ())
+    return out
