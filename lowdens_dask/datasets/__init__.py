@@ -1,10 +1,10 @@
 """Benchmark data sets bundled with lowdens-dask.
 
-The ten labelled data sets used by the minimum density hyperplane (MDH) and spectral
-projection pursuit (SCPP) papers are shipped as gzipped CSV files. Each file has a
-header row, numeric feature columns and a final ``label`` column. The copies are the
-ones distributed with the R packages PPCI and SCPP; several are already imputed and
-scaled there. The ``source`` column names the original source, then the R package
+Ten labelled benchmark data sets, as distributed with the authors' R packages PPCI
+(minimum density hyperplanes and divisive clustering) and SCPP (spectral projection
+pursuit), are shipped as gzipped CSV files. Each file has a header row, numeric
+feature columns and a final ``label`` column. Several were already imputed and scaled
+in those packages. The ``source`` column names the original source, then the R package
 the copy was taken from; the ``NOTICE`` file gives full sources and citations.
 
 ============  =====  ===  =======  ============================================
