@@ -1,4 +1,4 @@
-"""Limited-memory BFGS with Armijo backtracking, able to resume across continuation stages.
+"""Limited-memory BFGS with a weak Wolfe line search, able to resume across continuation stages.
 
 With a memory at least as long as a stage, the search directions are those of BFGS started from
 the scaled identity; the memory only bounds the cost (O(m d) per iteration instead of O(d²)).
@@ -12,8 +12,8 @@ import numpy as np
 from numba import njit
 
 ARMIJO_C1 = 1e-4
-BACKTRACK = 0.2
-MAX_BACKTRACKS = 30
+CURVATURE_C2 = 0.9
+MAX_LINE_SEARCH = 30
 #: Length of the first step, relative to |x|, before any curvature information exists.
 FIRST_STEP = 0.1
 
@@ -89,16 +89,11 @@ def lbfgs(
             memory.count = 0
             d = g * (-FIRST_STEP * float(np.sqrt(x @ x)) / gnorm)
             slope = float(g @ d)
-        t = 1.0
-        for _ in range(MAX_BACKTRACKS):
-            x_new = x + t * d
-            f_new, g_new = fun(x_new)
-            if f_new <= f + ARMIJO_C1 * t * slope:
-                break
-            t *= BACKTRACK
-        else:
+        step = _weak_wolfe(fun, x, f, slope, d)
+        if step is None:
             memory.count = 0
             return x, f, g
+        x_new, f_new, g_new = step
         s = x_new - x
         y = g_new - g
         sy = float(s @ y)
@@ -109,3 +104,23 @@ def lbfgs(
         if decrease <= ftol:
             break
     return x, f, g
+
+
+def _weak_wolfe(fun, x, f, slope, d):
+    """Bracketing line search for the weak Wolfe conditions (Lewis & Overton, Math. Program. 2013).
+
+    Doubles the step while it is too short (curvature condition fails) and bisects once it is too long
+    (sufficient decrease fails). Returns ``(x_new, f_new, g_new)`` or None if no step was found.
+    """
+    lo, hi, t = 0.0, np.inf, 1.0
+    for _ in range(MAX_LINE_SEARCH):
+        x_new = x + t * d
+        f_new, g_new = fun(x_new)
+        if not f_new <= f + ARMIJO_C1 * t * slope:
+            hi = t
+        elif float(g_new @ d) < CURVATURE_C2 * slope:
+            lo = t
+        else:
+            return x_new, f_new, g_new
+        t = 0.5 * (lo + hi) if np.isfinite(hi) else 2.0 * lo
+    return (x_new, f_new, g_new) if f_new < f else None
