@@ -165,3 +165,26 @@ def test_two_loop_direction_equals_dense_bfgs_product():
         H = V.T @ H @ V + rho * np.outer(s, s)
     g = rng.normal(size=n)
     np.testing.assert_allclose(mem.direction(g), -H @ g, rtol=1e-10)
+
+
+@pytest.mark.parametrize("b", [-0.3, 0.05, 0.9, 2.5])  # inside, near and outside [lo, hi] = [-0.5, 0.8]
+def test_log_penalised_density_and_derivatives(b):
+    """Value, first and second b-derivatives of log f_CL against the direct formula and central differences."""
+    from lowdens_dask.indices.density import log_penalised_density
+
+    rng = np.random.default_rng(5)
+    p = mixture(rng, 300)
+    w = rng.uniform(0.5, 1.5, size=p.size)
+    h, eps, lo, hi = 0.4, 1 - 1e-6, -0.5, 0.8
+    coef = penalty_coefficient(h, 1e-2, eps)
+    assert coef == pytest.approx(1 / (math.sqrt(2 * math.pi * math.e) * h * h) / 1e-2**eps, rel=1e-14)
+
+    def direct(x):
+        dens = direct_sums(p, w, x, h)[0] / (w.sum() * h * SQRT_2PI)
+        return math.log(dens + coef * max(0.0, lo - x, x - hi) ** (1 + eps))
+
+    val, d1, d2, *_ = log_penalised_density(p, w, w.sum(), h, b, lo, hi, coef, eps, np.empty_like(p))
+    step = 1e-4
+    assert val == pytest.approx(direct(b), rel=1e-12)
+    assert d1 == pytest.approx((direct(b + step) - direct(b - step)) / (2 * step), rel=1e-6, abs=1e-8)
+    assert d2 == pytest.approx((direct(b + step) - 2 * direct(b) + direct(b - step)) / step**2, rel=1e-3, abs=1e-5)

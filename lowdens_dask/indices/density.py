@@ -303,7 +303,7 @@ class MinimumDensityIndex:
         self.eps = float(eps)
 
     def evaluate(self, p: np.ndarray, w: np.ndarray, alpha: float, grad_out: np.ndarray | None = None):
-        """Return (DensitySplit, moments); if ``grad_out`` is given, fill it with d log f_CL / d p."""
+        """The penalised-density minimiser for these projections; ``grad_out`` (if given) gets d log f_CL / d p."""
         total, mean, std, _, _ = weighted_moments(p, w)
         kbuf = np.empty_like(p)
         b, log_f, log_i, shift, s0, side, r = minimise_penalised_density(
