@@ -191,7 +191,7 @@ def test_bad_parameters(params, match):
 
 @pytest.mark.parametrize(
     "weights,match",
-    [(-np.ones(300), "non-negative"), (np.ones(5), "shape"), (np.full(300, np.nan), "NaN"), (np.zeros(300), "exceed 1")],
+    [(-np.ones(300), "non-negative"), (np.ones(5), "shape"), (np.full(300, np.nan), "NaN"), (np.zeros(300), "All sample weights are zero"), (np.full(300, 0.001), "exceed 1")],
 )
 def test_bad_sample_weight(weights, match):
     X, _ = two_blobs()

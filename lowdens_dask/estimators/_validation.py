@@ -36,6 +36,8 @@ def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray
             raise ValueError("sample_weight contains NaN or infinite values.")
         if np.any(weights < 0):
             raise ValueError(f"sample_weight must be non-negative; {int((weights < 0).sum())} values are negative.")
+        if not np.any(weights > 0):
+            raise ValueError("All sample weights are zero; at least two rows need positive weight.")
         if weights.sum() <= 1:
             raise ValueError(
                 f"The total sample_weight must exceed 1 (weights are frequency counts); got {weights.sum():g}."
