@@ -207,3 +207,17 @@ def test_input_is_not_modified():
         MDH(standardize=True).fit(X)
     np.testing.assert_array_equal(X, X0)
     assert not math.isnan(X.sum())
+
+
+@pytest.mark.parametrize(
+    "name,paper_sr,paper_vm",
+    [("breastcancer", 0.91, 0.79), ("optidigits", 0.93, 0.85), ("imageseg", 0.89, 0.72), ("satellite", 0.89, 0.75)],
+)
+def test_table2_regression(name, paper_sr, paper_vm):
+    """Paper Table 2 (MDP², z-scored data): each within 0.05 (full table: benchmarks/table2.py)."""
+    from lowdens_dask.datasets import load_dataset
+
+    X, y = load_dataset(name)
+    labels = MDH().fit(zscore(X)).labels_
+    assert success_ratio(y, labels) >= paper_sr - 0.05
+    assert binary_v_measure(y, labels) >= paper_vm - 0.05
