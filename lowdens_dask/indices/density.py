@@ -210,18 +210,23 @@ def log_density_gradient(p, w, total, mean, std, h, alpha, eta, eps, b, log_f, l
 
 
 @njit(cache=True, nogil=True)
+def _projection_extrema(p, w, h, find_max):
+    """Local maxima (or minima) of the binned KDE on a grid over [min p - h, max p + h]."""
+    _, _, _, pmin, pmax = weighted_moments(p, w)
+    a = pmin - h
+    delta, m = _grid(a, pmax + h, h)
+    starts, stops = _grid_extrema(binned_kde_grid(p, w, h, a, delta, m), find_max)
+    return a, delta, m, starts, stops
+
+
+@njit(cache=True, nogil=True)
 def adjacent_modes(p, w, total, h, b, kbuf):
     """log KDE at the modes of the projected density nearest to b on each side (-inf if none).
 
     Modes are located on a binned grid over [min p, max p] and polished by Newton steps on the
     exact kernel sums. Returns ``(log_I_left, x_left, log_I_right, x_right)``.
     """
-    _, _, _, pmin, pmax = weighted_moments(p, w)
-    a = pmin - h
-    c = pmax + h
-    delta, m = _grid(a, c, h)
-    vals = binned_kde_grid(p, w, h, a, delta, m)
-    starts, stops = _grid_extrema(vals, True)
+    a, delta, m, starts, stops = _projection_extrema(p, w, h, True)
     left = -1
     right = -1
     for q in range(starts.shape[0]):
@@ -253,12 +258,7 @@ def lowest_density_minimum(p, w, total, h, kbuf):
     Grid minima of the binned KDE over [min p, max p] are each polished by Newton steps on the
     exact kernel sums (dePDDP, Tasoulis, Tasoulis & Plagianakos 2010).
     """
-    _, _, _, pmin, pmax = weighted_moments(p, w)
-    a = pmin - h
-    c = pmax + h
-    delta, m = _grid(a, c, h)
-    vals = binned_kde_grid(p, w, h, a, delta, m)
-    starts, stops = _grid_extrema(vals, False)
+    a, delta, m, starts, stops = _projection_extrema(p, w, h, False)
     best_b = np.nan
     best = np.inf
     for q in range(starts.shape[0]):
