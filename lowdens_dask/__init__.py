@@ -11,4 +11,4 @@ from .tree import ClusterTree
 
 __version__ = "0.1.0"
 
-__all__ = ["MDH", "MDHClustering", "PDDP", "DePDDP", "ClusterTree", "__version__"]
+__all__ = ["MDH", "PDDP", "ClusterTree", "DePDDP", "MDHClustering", "__version__"]

@@ -22,9 +22,7 @@ from sklearn.metrics.cluster import contingency_matrix
 __all__ = ["binary_v_measure", "cluster_performance", "purity", "success_ratio"]
 
 
-def _check_labels(
-    y_true: ArrayLike, y_pred: ArrayLike
-) -> tuple[np.ndarray, np.ndarray]:
+def _check_labels(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Validate a pair of label vectors.
 
     Parameters
@@ -48,10 +46,7 @@ def _check_labels(
     y_pred = np.asarray(y_pred)
     for name, y in (("y_true", y_true), ("y_pred", y_pred)):
         if y.ndim != 1:
-            raise ValueError(
-                f"{name} must be a 1-D array of labels. Got an array of shape "
-                f"{y.shape} instead."
-            )
+            raise ValueError(f"{name} must be a 1-D array of labels. Got an array of shape {y.shape} instead.")
     if y_true.shape[0] != y_pred.shape[0]:
         raise ValueError(
             "y_true and y_pred must have the same length. Got "
@@ -105,13 +100,9 @@ def _aggregate_binary(y_true: ArrayLike, y_pred: ArrayLike) -> _Aggregation:
             f"Got {sides.size} distinct value(s) instead."
         )
     n_classes = classes.size
-    table = np.bincount(
-        side_index * n_classes + class_index, minlength=2 * n_classes
-    ).reshape(2, n_classes)
+    table = np.bincount(side_index * n_classes + class_index, minlength=2 * n_classes).reshape(2, n_classes)
     smaller_side = int(np.argmin(table.sum(axis=1)))  # argmin picks side 0 on ties
-    assign = np.where(
-        table[0] > table[1], 0, np.where(table[1] > table[0], 1, smaller_side)
-    )
+    assign = np.where(table[0] > table[1], 0, np.where(table[1] > table[0], 1, smaller_side))
     return _Aggregation(table, assign, class_index, side_index)
 
 
@@ -182,9 +173,7 @@ def success_ratio(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     # If every class is assigned to one side, the other side's sum is empty, so
     # S = 0; E > 0 because that other side is non-empty. Hence SR = 0, as in the
     # reference code's explicit check.
-    success = min(
-        agg.table[0, agg.assign == 0].sum(), agg.table[1, agg.assign == 1].sum()
-    )
+    success = min(agg.table[0, agg.assign == 0].sum(), agg.table[1, agg.assign == 1].sum())
     error = agg.table.min(axis=0).sum()
     return float(success / (success + error))
 
@@ -320,7 +309,5 @@ def cluster_performance(y_true: ArrayLike, y_pred: ArrayLike) -> dict[str, float
         "adjusted_rand": float(adjusted_rand_score(y_true, y_pred)),
         "purity": purity(y_true, y_pred),
         "v_measure": float(v_measure_score(y_true, y_pred)),
-        "nmi": float(
-            normalized_mutual_info_score(y_true, y_pred, average_method="geometric")
-        ),
+        "nmi": float(normalized_mutual_info_score(y_true, y_pred, average_method="geometric")),
     }

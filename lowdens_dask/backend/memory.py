@@ -88,7 +88,7 @@ class InMemoryData:
         vecs = vecs * np.sign(vecs[idx, np.arange(vecs.shape[1])])
         return np.maximum(vals, 0.0), np.ascontiguousarray(vecs)
 
-    def take(self, rows: np.ndarray) -> "InMemoryData":
+    def take(self, rows: np.ndarray) -> InMemoryData:
         """The subset of rows given by an index array or a boolean mask."""
         return InMemoryData(self.X[rows], self.weights[rows])
 

@@ -50,9 +50,7 @@ class _DatasetInfo(NamedTuple):
 
 
 _DATASETS: dict[str, _DatasetInfo] = {
-    "breastcancer": _DatasetInfo(
-        699, 9, 2, "UCI Breast Cancer Wisconsin (Original), PPCI"
-    ),
+    "breastcancer": _DatasetInfo(699, 9, 2, "UCI Breast Cancer Wisconsin (Original), PPCI"),
     "chart": _DatasetInfo(600, 60, 6, "UCI Synthetic Control Chart, SCPP"),
     "dermatology": _DatasetInfo(366, 34, 6, "UCI Dermatology, PPCI"),
     "imageseg": _DatasetInfo(2310, 19, 7, "UCI Statlog Image Segmentation, SCPP"),
@@ -68,10 +66,7 @@ _DATASETS: dict[str, _DatasetInfo] = {
 def _check_name(name: str) -> None:
     """Raise a ValueError naming the available data sets if `name` is unknown."""
     if name not in _DATASETS:
-        raise ValueError(
-            f"Unknown dataset {name!r}. Available datasets: "
-            f"{', '.join(list_datasets())}."
-        )
+        raise ValueError(f"Unknown dataset {name!r}. Available datasets: {', '.join(list_datasets())}.")
 
 
 def list_datasets() -> list[str]:
@@ -117,9 +112,7 @@ def _parse_labels(tokens: list[str]) -> np.ndarray:
         return np.array(tokens)
 
 
-def load_dataset(
-    name: str, *, return_X_y: bool = True
-) -> tuple[np.ndarray, np.ndarray] | Bunch:
+def load_dataset(name: str, *, return_X_y: bool = True) -> tuple[np.ndarray, np.ndarray] | Bunch:
     """Load a bundled data set.
 
     The file is read afresh on every call, so the returned arrays may be modified

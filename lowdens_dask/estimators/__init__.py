@@ -3,4 +3,4 @@
 from .divisive import PDDP, DePDDP, MDHClustering
 from .mdh import MDH
 
-__all__ = ["MDH", "MDHClustering", "PDDP", "DePDDP"]
+__all__ = ["MDH", "PDDP", "DePDDP", "MDHClustering"]

@@ -109,7 +109,7 @@ class MDH(ClusterMixin, BaseEstimator):
             "min_size": self.min_size,
         }
 
-    def fit(self, X, y=None, sample_weight=None) -> "MDH":
+    def fit(self, X, y=None, sample_weight=None) -> MDH:
         """Fit one minimum density hyperplane; with ``sample_weight`` the KDE, moments and PCs are weighted."""
         check_mdh_params(self)
         X, weights = check_fit_input(self, X, sample_weight)

@@ -131,10 +131,8 @@ def _refine(p, w, total, h, lo, hi, coef, eps, xa, xc, b, kbuf, maximise):
 def _grid(a, c, h):
     delta = GRID_STEP * h
     m = int((c - a) / delta) + 2
-    if m > MAX_GRID:
-        m = MAX_GRID
-    if m < 3:
-        m = 3
+    m = min(m, MAX_GRID)
+    m = max(m, 3)
     return (c - a) / (m - 1), m
 
 
@@ -306,7 +304,7 @@ class MinimumDensityIndex:
         """The penalised-density minimiser for these projections; ``grad_out`` (if given) gets d log f_CL / d p."""
         total, mean, std, _, _ = weighted_moments(p, w)
         kbuf = np.empty_like(p)
-        b, log_f, log_i, shift, s0, side, r = minimise_penalised_density(
+        b, log_f, log_i, _shift, s0, side, r = minimise_penalised_density(
             p, w, total, mean, std, self.h, alpha, self.eta, self.eps, kbuf
         )
         if grad_out is not None:

@@ -40,10 +40,8 @@ def weighted_moments(p, w):
         if wi > 0.0:
             total += wi
             s += wi * p[i]
-            if p[i] < lo:
-                lo = p[i]
-            if p[i] > hi:
-                hi = p[i]
+            lo = min(lo, p[i])
+            hi = max(hi, p[i])
     mean = s / total
     ss = 0.0
     for i in range(n):

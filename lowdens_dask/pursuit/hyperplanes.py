@@ -155,7 +155,7 @@ def _pursue(objective: _ProjectionObjective, v: np.ndarray, alphas, maxiter, fto
     kept = None
     memory = LBFGSMemory(v.size, min(LBFGS_MEMORY, maxiter))
     for alpha in alphas:
-        fun = lambda x, a=alpha: objective(x, a)  # noqa: E731
+        fun = lambda x, a=alpha: objective(x, a)
         f, g = fun(v)
         v, f, g = lbfgs(fun, v, f, g, memory, maxiter, ftol)
         if objective.last[0] is not v:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,7 +71,7 @@ class Node:
 
 
 def _json_float(x: float | None):
-    return None if x is None or x != x else float(x)
+    return None if x is None or math.isnan(x) else float(x)
 
 
 class ClusterTree:
@@ -230,7 +231,7 @@ class ClusterTree:
         return json.dumps(self.to_dict(), **kwargs)
 
     @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> "ClusterTree":
+    def from_dict(cls, payload: dict[str, Any]) -> ClusterTree:
         version = payload.get("schema_version")
         if version != SCHEMA_VERSION:
             raise ValueError(f"Unsupported ClusterTree schema_version {version!r}; expected {SCHEMA_VERSION}.")
@@ -256,7 +257,7 @@ class ClusterTree:
         return tree
 
     @classmethod
-    def from_json(cls, text: str) -> "ClusterTree":
+    def from_json(cls, text: str) -> ClusterTree:
         return cls.from_dict(json.loads(text))
 
     def to_linkage(self) -> np.ndarray:
