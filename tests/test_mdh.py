@@ -221,3 +221,12 @@ def test_table2_regression(name, paper_sr, paper_vm):
     labels = MDH().fit(zscore(X)).labels_
     assert success_ratio(y, labels) >= paper_sr - 0.05
     assert binary_v_measure(y, labels) >= paper_vm - 0.05
+
+
+def test_eta_larger_than_bandwidth_warns():
+    """eta is absolute (paper: 0.01); on data of tiny scale it dwarfs h and the user is told."""
+    X, _ = two_blobs(9)
+    with pytest.warns(UserWarning, match="exceeds the bandwidth"):
+        MDH().fit(X * 1e-6)
+    model = MDH(standardize=True).fit(X * 1e-6)  # the remedy
+    assert model.relative_depth_ > 0

@@ -10,6 +10,7 @@ method name, which is how :class:`~lowdens_dask.ClusterTree` re-splits a node.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -111,6 +112,14 @@ def minimum_density_hyperplane(
     vals, vecs = data.leading_eigenvectors(2)
     sigma_pc1 = math.sqrt(vals[0])
     h = _bandwidth(bandwidth, data, sigma_pc1)
+    if eta > h:
+        warnings.warn(
+            f"eta={eta:g} exceeds the bandwidth h={h:.3g}: at this data scale the penalty of eq. 10 no longer "
+            "keeps b near [mu - alpha sigma, mu + alpha sigma]. Rescale the data (e.g. standardize=True) or pass "
+            "a smaller eta.",
+            UserWarning,
+            stacklevel=2,
+        )
     starts = _starting_directions(v0, data, vecs)
     index = MinimumDensityIndex(h, eta, eps)
     objective = _ProjectionObjective(data, index)
