@@ -88,6 +88,10 @@ class InMemoryData:
         vecs = vecs * np.sign(vecs[idx, np.arange(vecs.shape[1])])
         return np.maximum(vals, 0.0), np.ascontiguousarray(vecs)
 
+    def total_scatter(self) -> float:
+        """Weighted sum of squared distances to the mean (Boley's PDDP scatter)."""
+        return float(self.weights @ ((self.X - self.mean()) ** 2).sum(axis=1))
+
     def take(self, rows: np.ndarray) -> InMemoryData:
         """The subset of rows given by an index array or a boolean mask."""
         return InMemoryData(self.X[rows], self.weights[rows])

@@ -53,33 +53,27 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         """Grow the tree on X; ``labels_`` are the leaves' labels (tree order)."""
         self._check_params()
         X, weights = check_fit_input(self, X, sample_weight)
-        Z = X
+        Z, mean, scale = X, None, None
         if self.standardize:
             mean, scale = standardisation(X, weights)
             Z = (X - mean) / scale
         params = self._hyperplane_params()
         tree = ClusterTree(X.shape[1], self._method, params, root_size=weights.sum())
-        rows = {0: np.arange(X.shape[0])}
-        found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split (None: no valid split)
+        leaves = {0: InMemoryData(Z, weights)}  # leaf id -> its rows (in the coordinates the finder sees)
+        found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split in those coordinates, or None
         target = math.inf if self.n_clusters is None else self.n_clusters
 
         def compute(leaf_id: int) -> Hyperplane | None:
-            idx = rows[leaf_id]
-            w = weights[idx]
-            if w.sum() < 2 * self.min_size or idx.size < 3 or np.all(np.ptp(Z[idx], axis=0) == 0):
+            data = leaves[leaf_id]
+            if data.n_samples < 2 or data.total_weight < 2 * self.min_size:
                 return None
             with single_threaded_blas():
-                hp = find_hyperplane(self._method, InMemoryData(Z[idx], w), **params)
-            if not hp.valid:
-                return None
-            if self.standardize:
-                v, b = to_original_coordinates(hp.v, hp.b, mean, scale)
-                hp = hp._replace(v=v, b=b)
-            return hp
+                hp = find_hyperplane(self._method, data, **params)
+            return hp if hp.valid else None
 
         n_leaves = 1
         while n_leaves < target:
-            candidates = [leaf for leaf in rows if found.get(leaf, True) is not None]
+            candidates = [leaf for leaf in leaves if found.get(leaf, True) is not None]
             if not candidates:
                 break
             if self.split_index != "size":
@@ -89,22 +83,22 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
                 candidates = [leaf for leaf in candidates if found[leaf] is not None]
                 if not candidates:
                     break
-            leaf = max(candidates, key=lambda k: self._index_value(k, tree, found, Z, rows))
+            leaf = max(candidates, key=lambda k: self._index_value(tree.nodes[k], leaves[k], found.get(k)))
             if leaf not in found:
                 found[leaf] = compute(leaf)
             hp = found[leaf]
             if hp is None:
                 continue
-            idx = rows.pop(leaf)
-            below = X[idx] @ hp.v < hp.b
-            w = weights[idx]
-            node = tree.add_split(leaf, self._method, hp, (float(w[below].sum()), float(w[~below].sum())))
-            rows[node.children[0]] = idx[below]
-            rows[node.children[1]] = idx[~below]
+            data = leaves.pop(leaf)
+            below = data.project(hp.v) < hp.b
+            sizes = (data.weighted_count(below), data.weighted_count(~below))
+            node = tree.add_split(leaf, self._method, self._to_original(hp, mean, scale), sizes)
+            leaves[node.children[0]] = data.take(below)
+            leaves[node.children[1]] = data.take(~below)
             n_leaves += 1
         for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
-            if hp is not None and leaf in rows:
-                tree.nodes[leaf].set_hyperplane(self._method, hp)
+            if hp is not None and leaf in leaves:
+                tree.nodes[leaf].set_hyperplane(self._method, self._to_original(hp, mean, scale))
         if self.n_clusters is not None and n_leaves < self.n_clusters:
             warnings.warn(
                 f"Only {n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
@@ -117,19 +111,23 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         self.labels_ = tree.predict(X)
         return self
 
-    def _index_value(self, leaf: int, tree: ClusterTree, found: dict, Z: np.ndarray, rows: dict) -> float:
+    def _to_original(self, hp: Hyperplane, mean, scale) -> Hyperplane:
+        if not self.standardize:
+            return hp
+        v, b = to_original_coordinates(hp.v, hp.b, mean, scale)
+        return hp._replace(v=v, b=b)
+
+    def _index_value(self, node, data: InMemoryData, hp: Hyperplane | None) -> float:
         index = self.split_index
         if index == "size":
-            return tree.nodes[leaf].size
-        hp = found[leaf]
+            return node.size
         if index == "fval":
             return 1.0 / hp.fval if hp.fval > 0 else math.inf
         if index == "rdepth":
             return hp.relative_depth
         if index == "scatter":
-            z = Z[rows[leaf]]
-            return float(((z - z.mean(axis=0)) ** 2).sum())
-        return float(index(Z[rows[leaf]], hp))
+            return data.total_scatter()
+        return float(index(data.X, hp))
 
     def predict(self, X) -> np.ndarray:
         """Route each row down the tree to its leaf's label."""

@@ -110,6 +110,8 @@ def minimum_density_hyperplane(
     (PC1 and PC2 by default) the one with the largest relative depth (eq. 30) wins.
     """
     vals, vecs = data.leading_eigenvectors(2)
+    if vals[0] == 0:  # every row identical: nothing to separate
+        return _no_split(data, vecs[:, 0])
     sigma_pc1 = math.sqrt(vals[0])
     h = _bandwidth(bandwidth, data, sigma_pc1)
     if eta > h:
@@ -139,6 +141,10 @@ def _canonical(v: np.ndarray, b: float) -> tuple[np.ndarray, float]:
     if v[np.argmax(np.abs(v))] < 0:
         return -v, -b
     return v, b
+
+
+def _no_split(data, v: np.ndarray) -> Hyperplane:
+    return Hyperplane(v, float(data.mean() @ v), False, math.nan, 0.0, {})
 
 
 def _starting_directions(v0, data, vecs: np.ndarray) -> list[np.ndarray]:
@@ -200,6 +206,8 @@ def depddp_hyperplane(data, *, bandwidth: float | str | Callable | None = None, 
     """
     vals, vecs = data.leading_eigenvectors(1)
     u = vecs[:, 0]
+    if vals[0] == 0:
+        return _no_split(data, u)
     h = _bandwidth(bandwidth, data, math.sqrt(vals[0]))
     p = data.project(u)
     b, log_i = lowest_density_minimum(p, data.weights, data.total_weight, h, np.empty_like(p))
