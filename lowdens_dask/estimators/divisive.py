@@ -53,6 +53,11 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         """Grow the tree on X; ``labels_`` are the leaves' labels (tree order)."""
         self._check_params()
         X, weights = check_fit_input(self, X, sample_weight)
+        with single_threaded_blas():
+            self._grow(X, weights)
+        return self
+
+    def _grow(self, X: np.ndarray, weights: np.ndarray) -> None:
         Z, mean, scale = X, None, None
         if self.standardize:
             mean, scale = standardisation(X, weights)
@@ -67,8 +72,7 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             data = leaves[leaf_id]
             if data.n_samples < 2 or data.total_weight < 2 * self.min_size:
                 return None
-            with single_threaded_blas():
-                hp = find_hyperplane(self._method, data, **params)
+            hp = find_hyperplane(self._method, data, **params)
             return hp if hp.valid else None
 
         n_leaves = 1
@@ -104,12 +108,11 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
                 f"Only {n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
                 f"has a valid {self._method} split.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         self.tree_ = tree
         self.n_clusters_ = n_leaves
         self.labels_ = tree.predict(X)
-        return self
 
     def _to_original(self, hp: Hyperplane, mean, scale) -> Hyperplane:
         if not self.standardize:
