@@ -188,3 +188,18 @@ def test_log_penalised_density_and_derivatives(b):
     assert val == pytest.approx(direct(b), rel=1e-12)
     assert d1 == pytest.approx((direct(b + step) - direct(b - step)) / (2 * step), rel=1e-6, abs=1e-8)
     assert d2 == pytest.approx((direct(b + step) - 2 * direct(b) + direct(b - step)) / step**2, rel=1e-3, abs=1e-5)
+
+
+def test_exp_nonpositive_matches_numpy():
+    from lowdens_dask.kernels.kde import exp_nonpositive
+
+    rng = np.random.default_rng(0)
+    x = np.r_[-rng.uniform(0, 800, 20000), -rng.uniform(0, 1, 5000), 0.0, -1e-300, -708.0, -708.5, -1e4]
+    ref = np.exp(x)
+    ref[x < -708] = 0.0
+    out = exp_nonpositive(x, np.empty_like(x))
+    pos = ref > 0
+    assert np.max(np.abs(out[pos] - ref[pos]) / ref[pos]) < 1e-15
+    assert np.all(out[~pos] == 0.0)
+    exp_nonpositive(x, x)  # in place
+    np.testing.assert_array_equal(x, out)

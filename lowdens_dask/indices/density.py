@@ -29,7 +29,7 @@ GRID_STEP = 0.125
 #: Largest grid for the b search and for the mode search.
 MAX_GRID = 4096
 #: Newton refinement stops when the step is below this many bandwidths.
-B_TOL = 1e-7
+B_TOL = 1e-6
 #: Grid minima whose binned value is within this relative margin of the best are refined exactly.
 CANDIDATE_MARGIN = 0.05
 MAX_CANDIDATES = 4

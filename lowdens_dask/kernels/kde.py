@@ -17,8 +17,6 @@ import numpy as np
 from numba import njit
 
 SQRT_2PI = math.sqrt(2.0 * math.pi)
-#: Kernel terms smaller than exp(-EXP_CUTOFF) relative to the largest one are dropped.
-EXP_CUTOFF = 40.0
 #: Binned kernel sums are truncated at this many bandwidths.
 BINNED_RADIUS = 8.0
 
@@ -88,6 +86,51 @@ def binned_kde_grid(p, w, h, x0, delta, m):
     return out
 
 
+# exp(x) = 2^k exp(r), |r| <= ln2/2, with exp(r) by its Taylor series to r^13 (truncation < 2e-16).
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_EXP_MIN = -708.0
+_C = tuple(1.0 / math.factorial(k) for k in range(14))
+
+
+@njit(cache=True, nogil=True)
+def exp_nonpositive(x, out):
+    """``out[i] = exp(x[i])`` for ``x[i] <= 0`` (0 below -708), in loops LLVM can vectorise.
+
+    numba's scalar ``math.exp`` calls libm once per element and dominated the exact kernel sums;
+    this version is about 3x faster at a relative error of a few 1e-16. ``out`` may be ``x``, but
+    the loops only vectorise when it is a separate array.
+    """
+    n = x.shape[0]
+    bits = np.empty(n, np.int64)
+    c = _C
+    for i in range(n):
+        xi = max(x[i], _EXP_MIN)
+        k = math.floor(xi * _LOG2E + 0.5)
+        r = (xi - k * _LN2_HI) - k * _LN2_LO
+        q = c[13]
+        q = q * r + c[12]
+        q = q * r + c[11]
+        q = q * r + c[10]
+        q = q * r + c[9]
+        q = q * r + c[8]
+        q = q * r + c[7]
+        q = q * r + c[6]
+        q = q * r + c[5]
+        q = q * r + c[4]
+        q = q * r + c[3]
+        q = q * r + c[2]
+        q = q * r + 1.0
+        q = q * r + 1.0
+        bits[i] = (np.int64(k) + 1023) << 52
+        out[i] = q if x[i] >= _EXP_MIN else 0.0
+    scale = bits.view(np.float64)
+    for i in range(n):
+        out[i] *= scale[i]
+    return out
+
+
 @njit(cache=True, nogil=True)
 def kernel_sums(p, w, b, h, kbuf):
     """Exact kernel sums at ``b``: ``(shift, S0, S1, S2)`` with ``Sk = sum_i w_i u_i**k K~_i``.
@@ -100,20 +143,25 @@ def kernel_sums(p, w, b, h, kbuf):
     n = p.shape[0]
     inv = 0.5 / (h * h)
     shift = 0.0
-    for attempt in range(2):
+    expo = np.empty(n)  # a separate buffer: exp_nonpositive does not vectorise in place
+    for _ in range(2):
+        for i in range(n):
+            u = b - p[i]
+            expo[i] = shift - u * u * inv
+        exp_nonpositive(expo, kbuf)
         s0 = 0.0
         s1 = 0.0
         s2 = 0.0
         for i in range(n):
             u = b - p[i]
-            k = w[i] * math.exp(shift - u * u * inv)
+            k = w[i] * kbuf[i]
             kbuf[i] = k
             s0 += k
             s1 += k * u
             s2 += k * u * u
         if s0 > 1e-200:
             break
-        # Underflow: rescale by the nearest point of positive weight and drop negligible terms.
+        # Underflow: rescale by the nearest point of positive weight.
         m = np.inf
         for i in range(n):
             u = b - p[i]
