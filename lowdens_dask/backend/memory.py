@@ -28,14 +28,24 @@ class InMemoryData:
         Validated, finite data. It is used as given (not copied) when already C-contiguous float64.
     weights : ndarray of shape (n_samples,), optional
         Frequency weights (a row of weight 2 counts as two identical rows). Default: all ones.
+    spread : ndarray of shape (n_samples,), optional
+        For summaries (microcluster means weighted by row counts): each summary row's within-cluster
+        variance per dimension. Bandwidth rules add its weighted mean to h², so the KDE of the means
+        approximates the KDE of the rows they stand for.
     """
 
-    def __init__(self, X: np.ndarray, weights: np.ndarray | None = None):
+    def __init__(self, X: np.ndarray, weights: np.ndarray | None = None, spread: np.ndarray | None = None):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         n = self.X.shape[0]
         self.weights = np.ones(n) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         self.total_weight = float(self.weights.sum())
+        self.spread = spread
         self._mean: np.ndarray | None = None
+
+    @property
+    def within_variance(self) -> float:
+        """Weighted mean within-summary variance per dimension (0 for ordinary rows)."""
+        return 0.0 if self.spread is None else float(self.weights @ self.spread / self.total_weight)
 
     @property
     def n_samples(self) -> int:
@@ -94,7 +104,7 @@ class InMemoryData:
 
     def take(self, rows: np.ndarray) -> InMemoryData:
         """The subset of rows given by an index array or a boolean mask."""
-        return InMemoryData(self.X[rows], self.weights[rows])
+        return InMemoryData(self.X[rows], self.weights[rows], None if self.spread is None else self.spread[rows])
 
     def weighted_count(self, mask: np.ndarray) -> float:
         """Total weight of the rows selected by a boolean mask."""

@@ -10,11 +10,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..backend import InMemoryData
+from ..backend import InMemoryData, as_dask_array
 from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
 from ..tree import ClusterTree
+from ._summary import as_chunked, check_summary_params, is_chunked_input, store_labels, summarise
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -50,21 +52,46 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             raise ValueError(f"min_size must be a positive number; got {self.min_size!r}.")
 
     def fit(self, X, y=None, sample_weight=None):
-        """Grow the tree on X; ``labels_`` are the leaves' labels (tree order)."""
+        """Grow the tree on X; ``labels_`` are the leaves' labels (tree order).
+
+        X may be an array, a Dask array or a zarr store; the latter two (or ``mode="summary"``) are
+        fitted in summary mode (see :mod:`lowdens_dask.estimators._summary`).
+        """
         self._check_params()
+        check_summary_params(self)
+        if self.mode == "summary" or is_chunked_input(X):
+            return self._fit_summary(X, sample_weight)
         X, weights = check_fit_input(self, X, sample_weight)
         with single_threaded_blas():
             self._grow(X, weights)
+        self.labels_ = self.tree_.predict(X)
         return self
 
-    def _grow(self, X: np.ndarray, weights: np.ndarray) -> None:
+    def _fit_summary(self, X, sample_weight):
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported in summary mode (the summary carries the weights).")
+        arr = as_chunked(self, X)
+        self.n_features_in_ = arr.shape[1]
+        summary = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
+        with single_threaded_blas():
+            self._grow(summary.data.X, summary.data.weights, summary.data.spread)
+        self.n_microclusters_ = summary.data.n_samples
+        self.n_nonfinite_ = summary.n_nonfinite
+        labels = self.tree_.predict(arr)
+        self.labels_ = store_labels(self, labels) if is_chunked_input(X) else labels.compute()
+        return self
+
+    def _grow(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
+        """Build ``tree_`` and ``n_clusters_`` from (weighted) rows in memory."""
         Z, mean, scale = X, None, None
         if self.standardize:
             mean, scale = standardisation(X, weights)
             Z = (X - mean) / scale
+            if spread is not None:  # per-dimension variance, approximately, in z-scored units
+                spread = spread / np.mean(scale**2)
         params = self._hyperplane_params()
         tree = ClusterTree(X.shape[1], self._method, params, root_size=weights.sum())
-        leaves = {0: InMemoryData(Z, weights)}  # leaf id -> its rows (in the coordinates the finder sees)
+        leaves = {0: InMemoryData(Z, weights, spread)}  # leaf id -> its rows (in the coordinates the finder sees)
         found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split in those coordinates, or None
         target = math.inf if self.n_clusters is None else self.n_clusters
 
@@ -112,7 +139,6 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             )
         self.tree_ = tree
         self.n_clusters_ = n_leaves
-        self.labels_ = tree.predict(X)
 
     def _to_original(self, hp: Hyperplane, mean, scale) -> Hyperplane:
         if not self.standardize:
@@ -132,9 +158,11 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             return data.total_scatter()
         return float(index(data.X, hp))
 
-    def predict(self, X) -> np.ndarray:
-        """Route each row down the tree to its leaf's label."""
+    def predict(self, X):
+        """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
         check_is_fitted(self)
+        if is_chunked_input(X):
+            return self.tree_.predict(as_dask_array(X, storage_options=self.storage_options))
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return self.tree_.predict(X)
 
@@ -157,6 +185,20 @@ class MDHClustering(_DivisiveClustering):
         Each side of a split must hold at least this many points (total weight).
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
         As for :class:`~lowdens_dask.MDH`, applied at every node.
+    mode : {"auto", "summary"}, default="auto"
+        "auto" fits in-memory arrays exactly and Dask arrays / zarr stores in summary mode;
+        "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
+    rows_per_microcluster : float, default=20
+        Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
+    nonfinite : {"raise", "skip"}, default="raise"
+        Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
+        labelled -1 (``n_nonfinite_`` counts them).
+    random_state : int or None, default=None
+        Seeds the microcluster k-means.
+    storage_options : dict, optional
+        fsspec options for zarr paths/URLs (input and ``labels_store``).
+    labels_store : str, optional
+        Summary mode: a zarr path/URL where the labels are written, chunk-aligned with the input.
 
     Attributes
     ----------
@@ -164,6 +206,8 @@ class MDHClustering(_DivisiveClustering):
     tree_ : ClusterTree
     n_clusters_ : int
         Number of leaves actually formed.
+    n_microclusters_, n_nonfinite_ : int
+        Summary mode only: size of the summary, and rows set aside for NaN/inf.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
     """
@@ -185,6 +229,12 @@ class MDHClustering(_DivisiveClustering):
         maxiter: int = 50,
         ftol: float = 1e-5,
         standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
@@ -197,6 +247,12 @@ class MDHClustering(_DivisiveClustering):
         self.maxiter = maxiter
         self.ftol = ftol
         self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -230,6 +286,20 @@ class PDDP(_DivisiveClustering):
         Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean).
     min_size : float, default=1
     standardize : bool, default=False
+    mode : {"auto", "summary"}, default="auto"
+        "auto" fits in-memory arrays exactly and Dask arrays / zarr stores in summary mode;
+        "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
+    rows_per_microcluster : float, default=20
+        Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
+    nonfinite : {"raise", "skip"}, default="raise"
+        Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
+        labelled -1 (``n_nonfinite_`` counts them).
+    random_state : int or None, default=None
+        Seeds the microcluster k-means.
+    storage_options : dict, optional
+        fsspec options for zarr paths/URLs (input and ``labels_store``).
+    labels_store : str, optional
+        Summary mode: a zarr path/URL where the labels are written, chunk-aligned with the input.
     """
 
     _method = "pddp"
@@ -242,11 +312,23 @@ class PDDP(_DivisiveClustering):
         split_index: str | Callable = "scatter",
         min_size: float = 1,
         standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
         self.min_size = min_size
         self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
     def _hyperplane_params(self) -> dict:
         return {"min_size": self.min_size}
@@ -267,6 +349,20 @@ class DePDDP(_DivisiveClustering):
     bandwidth : None, "silverman", float or callable, default=None
     min_size : float, default=1
     standardize : bool, default=False
+    mode : {"auto", "summary"}, default="auto"
+        "auto" fits in-memory arrays exactly and Dask arrays / zarr stores in summary mode;
+        "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
+    rows_per_microcluster : float, default=20
+        Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
+    nonfinite : {"raise", "skip"}, default="raise"
+        Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
+        labelled -1 (``n_nonfinite_`` counts them).
+    random_state : int or None, default=None
+        Seeds the microcluster k-means.
+    storage_options : dict, optional
+        fsspec options for zarr paths/URLs (input and ``labels_store``).
+    labels_store : str, optional
+        Summary mode: a zarr path/URL where the labels are written, chunk-aligned with the input.
     """
 
     _method = "depddp"
@@ -280,12 +376,24 @@ class DePDDP(_DivisiveClustering):
         bandwidth: float | str | Callable | None = None,
         min_size: float = 1,
         standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
         self.bandwidth = bandwidth
         self.min_size = min_size
         self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
     def _hyperplane_params(self) -> dict:
         return {"bandwidth": self.bandwidth, "min_size": self.min_size}

@@ -203,7 +203,7 @@ def log_density_gradient(p, w, total, mean, std, h, alpha, eta, eps, b, log_f, l
         k = penalty_coefficient(h, eta, eps) * (1.0 + eps) * r**eps / f
         denom = total - 1.0 if total > 1.0 else total
         c_mean = -side * k / total
-        c_std = -alpha * k / (denom * std)
+        c_std = -alpha * k / (denom * std) if std > 0.0 else 0.0  # sigma is not differentiable at 0
     return projection_gradient_weights(p, w, kbuf, b, mean, a_kde, c_mean, c_std, out)
 
 

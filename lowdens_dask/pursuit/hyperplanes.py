@@ -46,7 +46,8 @@ def silverman_bandwidth(sigma_pc1: float, total_weight: float) -> float:
 
 def _bandwidth(bandwidth, data, sigma_pc1: float) -> float:
     if bandwidth is None or (isinstance(bandwidth, str) and bandwidth == "silverman"):
-        h = silverman_bandwidth(sigma_pc1, data.total_weight)
+        # For summaries, each mean stands for rows spread around it: widen h by their variance.
+        h = math.sqrt(silverman_bandwidth(sigma_pc1, data.total_weight) ** 2 + data.within_variance)
     elif callable(bandwidth):
         h = float(bandwidth(data.X))
     else:

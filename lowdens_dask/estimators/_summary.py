@@ -1,0 +1,85 @@
+"""Summary mode shared by the estimators: summarise chunked data, fit on the summary, route every row.
+
+Data that arrive as a Dask array or a zarr store (path or fsspec URL, ``.../store.zarr/array`` for an
+array inside a group) are fitted in summary mode:
+
+1. one chunked pass builds weighted microclusters (chunk-local k-means, at most
+   ``MAX_MICROCLUSTERS_PER_CHUNK`` per chunk and at least ``rows_per_microcluster`` rows each) and
+   counts rows with NaN/inf;
+2. the estimator is fitted in memory on the microcluster means weighted by their row counts (the
+   ``sample_weight`` path of the core estimators). The bandwidth counts rows, as in exact mode, and
+   is widened by the microclusters' spread: h² = (0.9 sigma_pc1 n^(-1/5))² + s², with s² the
+   weighted mean within-microcluster variance per dimension, so that each mean stands for a
+   Gaussian blob of rows. Measured on the ten bundled data sets at one microcluster per 20 rows
+   (mean over 3 seeds, ARI of summary-mode against exact-mode labels): 0.57 when n counts
+   microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread;
+3. one final pass routes every row to its leaf; with ``labels_store`` the labels are written to zarr
+   with the same row chunks as the input.
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import os
+
+import dask.array as da
+import numpy as np
+
+from ..backend import ChunkedData, as_dask_array
+from ..backend.chunked import Summary
+
+#: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
+MAX_MICROCLUSTERS_PER_CHUNK = 64
+
+
+def is_chunked_input(X) -> bool:
+    """Dask arrays, zarr arrays and zarr paths/URLs are fitted in summary mode."""
+    if isinstance(X, (da.Array, str, os.PathLike)):
+        return True
+    try:
+        import zarr
+    except ImportError:  # pragma: no cover - zarr is a dependency
+        return False
+    return isinstance(X, zarr.Array)
+
+
+def check_summary_params(est) -> None:
+    if est.mode not in ("auto", "summary"):
+        raise ValueError(f"mode must be 'auto' or 'summary'; got {est.mode!r}.")
+    if est.nonfinite not in ("raise", "skip"):
+        raise ValueError(f"nonfinite must be 'raise' or 'skip'; got {est.nonfinite!r}.")
+    if not (isinstance(est.rows_per_microcluster, (int, float)) and est.rows_per_microcluster >= 1):
+        raise ValueError(f"rows_per_microcluster must be a number >= 1; got {est.rows_per_microcluster!r}.")
+
+
+def as_chunked(est, X) -> da.Array:
+    """The input as a row-chunked Dask array; in-memory input is cut into chunks that each hold
+    ``MAX_MICROCLUSTERS_PER_CHUNK`` microclusters of ``rows_per_microcluster`` rows."""
+    if is_chunked_input(X):
+        return as_dask_array(X, storage_options=est.storage_options)
+    X = np.asarray(X)
+    rows = int(max(1, est.rows_per_microcluster * MAX_MICROCLUSTERS_PER_CHUNK))
+    return as_dask_array(da.from_array(X, chunks=(rows, X.shape[1])))
+
+
+def summarise(est, arr: da.Array, seed: int) -> Summary:
+    """The summarising pass, with the NaN/inf policy applied."""
+    summary = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed)
+    if summary.n_nonfinite and est.nonfinite == "raise":
+        raise ValueError(
+            f"X has {summary.n_nonfinite} of {summary.n_rows} rows with NaN or infinite values; pass "
+            "nonfinite='skip' to set them aside (they are then labelled -1)."
+        )
+    if summary.data.n_samples < 2:
+        raise ValueError(f"X has {summary.n_rows - summary.n_nonfinite} finite rows; at least 2 are needed.")
+    return summary
+
+
+def store_labels(est, labels: da.Array) -> da.Array:
+    """Write the labels to ``est.labels_store`` (same row chunks) and return them from there, or keep
+    them lazy when no store is given."""
+    if est.labels_store is None:
+        return labels
+    labels.to_zarr(os.fspath(est.labels_store), storage_options=est.storage_options, overwrite=True)
+    return da.from_zarr(os.fspath(est.labels_store), storage_options=est.storage_options)
