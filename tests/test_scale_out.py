@@ -1,0 +1,125 @@
+"""Summary mode on Dask arrays and zarr stores, on a real 2-process LocalCluster."""
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+from sklearn.metrics import adjusted_rand_score
+
+from lowdens_dask import MDHClustering, PDDP
+from lowdens_dask.backend import as_dask_array
+from lowdens_dask.datasets import load_dataset
+
+
+def mixture(n=30_000, k=4, d=6, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=6.0, size=(k, d))
+    y = rng.integers(0, k, size=n)
+    X = (centres[y] + rng.normal(size=(n, d))).astype(np.float32)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as c:
+            yield c
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    X, y = mixture()
+    path = tmp_path_factory.mktemp("zarr") / "data.zarr"
+    group = zarr.open_group(str(path), mode="w")
+    group.create_array("X", data=X, chunks=(3000, X.shape[1]))
+    return path, X, y
+
+
+def test_fit_from_zarr_path_writes_chunk_aligned_labels(client, store, tmp_path):
+    path, X, y = store
+    labels_path = tmp_path / "labels.zarr"
+    model = MDHClustering(n_clusters=4, random_state=0, labels_store=str(labels_path)).fit(f"{path}/X")
+    written = zarr.open_array(str(labels_path), mode="r")
+    assert written.shape == (len(X),) and written.chunks == (3000,)
+    labels = np.asarray(written[:])
+    assert adjusted_rand_score(y, labels) > 0.99
+    assert model.n_microclusters_ <= len(X) / 20
+    assert model.n_features_in_ == X.shape[1]
+    np.testing.assert_array_equal(model.tree_.predict(X), labels)
+    lazy = model.predict(f"{path}/X")
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), labels)
+
+
+def test_group_needs_an_array_name(store):
+    path, _, _ = store
+    arr = as_dask_array(str(path))  # a group with a single array: that array
+    assert arr.shape == (30_000, 6)
+    zarr.open_group(str(path), mode="a").create_array("other", shape=(10, 6), dtype="f4")
+    try:
+        with pytest.raises(ValueError, match="pass array_name"):
+            as_dask_array(str(path))
+        assert as_dask_array(str(path), array_name="X").shape == (30_000, 6)
+    finally:
+        del zarr.open_group(str(path), mode="a")["other"]
+
+
+def test_row_chunks_follow_shards(tmp_path):
+    X, _ = mixture(n=10_000)
+    arr = zarr.create_array(str(tmp_path / "sharded.zarr"), data=X, chunks=(500, 6), shards=(2500, 6))
+    assert as_dask_array(arr).chunks[0] == (2500,) * 4
+
+
+def test_nonfinite_rows_raise_or_are_set_aside(client):
+    X, y = mixture(n=12_000)
+    X[[5, 700, 11_999], [0, 3, 5]] = [np.nan, np.inf, -np.inf]
+    dX = da.from_array(X, chunks=(2000, 6))
+    with pytest.raises(ValueError, match="3 of 12000 rows with NaN or infinite"):
+        MDHClustering(n_clusters=4, random_state=0).fit(dX)
+    model = MDHClustering(n_clusters=4, random_state=0, nonfinite="skip").fit(dX)
+    labels = model.labels_.compute()
+    assert model.n_nonfinite_ == 3
+    np.testing.assert_array_equal(labels[[5, 700, 11_999]], -1)
+    keep = labels >= 0
+    assert adjusted_rand_score(y[keep], labels[keep]) > 0.99
+
+
+def test_dask_array_without_a_cluster_uses_local_threads():
+    X, y = mixture(n=8_000, seed=1)
+    with dask.config.set(scheduler="threads"):
+        model = PDDP(n_clusters=4, random_state=0).fit(da.from_array(X, chunks=(1000, 6)))
+        labels = model.labels_
+        assert isinstance(labels, da.Array) and labels.chunks[0] == (1000,) * 8
+        assert adjusted_rand_score(y, labels.compute()) > 0.9
+
+
+def test_summary_mode_is_reproducible_given_random_state():
+    X, _ = mixture(n=6_000, seed=2)
+    a = MDHClustering(n_clusters=4, mode="summary", random_state=3).fit(X)
+    b = MDHClustering(n_clusters=4, mode="summary", random_state=3).fit(X)
+    assert a.tree_.to_json() == b.tree_.to_json()
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+
+
+@pytest.mark.parametrize("name,k,min_ari", [("breastcancer", 2, 0.9), ("satellite", 6, 0.8)])
+def test_summary_agrees_with_exact_mode(name, k, min_ari):
+    """Summary mode at one microcluster per 20 rows against exact mode (benchmarks/scale.md has all ten)."""
+    X, y = load_dataset(name)
+    exact = MDHClustering(n_clusters=k).fit(X)
+    summary = MDHClustering(n_clusters=k, mode="summary", rows_per_microcluster=20, random_state=0).fit(X)
+    assert summary.n_microclusters_ <= len(X) / 20 + 1
+    assert adjusted_rand_score(exact.labels_, summary.labels_) >= min_ari
+
+
+def test_bad_summary_parameters():
+    X, _ = mixture(n=1000)
+    with pytest.raises(ValueError, match="mode"):
+        MDHClustering(mode="fast").fit(X)
+    with pytest.raises(ValueError, match="nonfinite"):
+        MDHClustering(nonfinite="drop", mode="summary").fit(X)
+    with pytest.raises(ValueError, match="rows_per_microcluster"):
+        MDHClustering(rows_per_microcluster=0, mode="summary").fit(X)
+    with pytest.raises(ValueError, match="sample_weight"):
+        MDHClustering(mode="summary").fit(X, sample_weight=np.ones(len(X)))
