@@ -123,3 +123,19 @@ def test_bad_summary_parameters():
         MDHClustering(rows_per_microcluster=0, mode="summary").fit(X)
     with pytest.raises(ValueError, match="sample_weight"):
         MDHClustering(mode="summary").fit(X, sample_weight=np.ones(len(X)))
+
+
+def test_mdh_from_zarr_path(client, store):
+    """A single hyperplane in summary mode, with lazy predict/decision_function on the store."""
+    from lowdens_dask import MDH
+
+    path, X, y = store
+    model = MDH(random_state=0).fit(f"{path}/X")
+    labels = model.labels_.compute()
+    assert model.relative_depth_ > 0
+    assert set(np.unique(labels)) == {0, 1}
+    np.testing.assert_array_equal(model.predict(X.astype(np.float64)), labels)
+    dec = model.decision_function(f"{path}/X").compute()
+    np.testing.assert_array_equal(labels, (dec >= 0).astype(int))
+    groups = [set(labels[y == c]) for c in range(4)]
+    assert all(len(g) == 1 for g in groups)  # no true cluster is cut

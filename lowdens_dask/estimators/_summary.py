@@ -25,6 +25,7 @@ import os
 
 import dask.array as da
 import numpy as np
+from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import Summary
@@ -83,3 +84,22 @@ def store_labels(est, labels: da.Array) -> da.Array:
         return labels
     labels.to_zarr(os.fspath(est.labels_store), storage_options=est.storage_options, overwrite=True)
     return da.from_zarr(os.fspath(est.labels_store), storage_options=est.storage_options)
+
+
+def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
+    """Summarise X, ``fit_rows(means, counts, spread)`` in memory, then ``route(arr)`` every row.
+
+    Sets ``n_features_in_``, ``n_microclusters_``, ``n_nonfinite_`` and ``labels_`` (lazy or written
+    to ``labels_store`` for chunked input, a numpy array for in-memory input).
+    """
+    if sample_weight is not None:
+        raise ValueError("sample_weight is not supported in summary mode (the summary carries the weights).")
+    arr = as_chunked(est, X)
+    est.n_features_in_ = arr.shape[1]
+    summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
+    fit_rows(summary.data.X, summary.data.weights, summary.data.spread)
+    est.n_microclusters_ = summary.data.n_samples
+    est.n_nonfinite_ = summary.n_nonfinite
+    labels = route(arr)
+    est.labels_ = store_labels(est, labels) if is_chunked_input(X) else labels.compute()
+    return est

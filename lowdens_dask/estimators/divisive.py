@@ -10,13 +10,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import InMemoryData, as_dask_array
 from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
 from ..tree import ClusterTree
-from ._summary import as_chunked, check_summary_params, is_chunked_input, store_labels, summarise
+from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -60,29 +59,18 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         self._check_params()
         check_summary_params(self)
         if self.mode == "summary" or is_chunked_input(X):
-            return self._fit_summary(X, sample_weight)
+            return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: self.tree_.predict(arr))
         X, weights = check_fit_input(self, X, sample_weight)
-        with single_threaded_blas():
-            self._grow(X, weights)
+        self._grow(X, weights)
         self.labels_ = self.tree_.predict(X)
-        return self
-
-    def _fit_summary(self, X, sample_weight):
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported in summary mode (the summary carries the weights).")
-        arr = as_chunked(self, X)
-        self.n_features_in_ = arr.shape[1]
-        summary = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
-        with single_threaded_blas():
-            self._grow(summary.data.X, summary.data.weights, summary.data.spread)
-        self.n_microclusters_ = summary.data.n_samples
-        self.n_nonfinite_ = summary.n_nonfinite
-        labels = self.tree_.predict(arr)
-        self.labels_ = store_labels(self, labels) if is_chunked_input(X) else labels.compute()
         return self
 
     def _grow(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
         """Build ``tree_`` and ``n_clusters_`` from (weighted) rows in memory."""
+        with single_threaded_blas():
+            self._grow_tree(X, weights, spread)
+
+    def _grow_tree(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None) -> None:
         Z, mean, scale = X, None, None
         if self.standardize:
             mean, scale = standardisation(X, weights)

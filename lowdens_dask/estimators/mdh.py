@@ -11,8 +11,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..backend import InMemoryData
+from ..backend import InMemoryData, as_dask_array
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
+from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -53,6 +54,8 @@ class MDH(ClusterMixin, BaseEstimator):
         A hyperplane is accepted only if each side holds at least this many points (total weight).
     standardize : bool, default=False
         Z-score the features before fitting; hyperplanes are reported in the original coordinates.
+    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
+        Summary mode for Dask arrays and zarr stores; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
     ----------
@@ -87,6 +90,12 @@ class MDH(ClusterMixin, BaseEstimator):
         ftol: float = 1e-5,
         min_size: float = 1,
         standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
     ):
         self.bandwidth = bandwidth
         self.alphas = alphas
@@ -97,6 +106,12 @@ class MDH(ClusterMixin, BaseEstimator):
         self.ftol = ftol
         self.min_size = min_size
         self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
     def _pursuit_params(self) -> dict:
         return {
@@ -110,18 +125,32 @@ class MDH(ClusterMixin, BaseEstimator):
         }
 
     def fit(self, X, y=None, sample_weight=None) -> MDH:
-        """Fit one minimum density hyperplane; with ``sample_weight`` the KDE, moments and PCs are weighted."""
+        """Fit one minimum density hyperplane; with ``sample_weight`` the KDE, moments and PCs are weighted.
+
+        X may be an array, a Dask array or a zarr store; the latter two (or ``mode="summary"``) are
+        fitted in summary mode (see :mod:`lowdens_dask.estimators._summary`).
+        """
         check_mdh_params(self)
+        check_summary_params(self)
+        if self.mode == "summary" or is_chunked_input(X):
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
         X, weights = check_fit_input(self, X, sample_weight)
+        self._fit_rows(X, weights)
+        self.labels_ = self._predict(X)
+        return self
+
+    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
         Z = X
         if self.standardize:
             mean, scale = standardisation(X, weights)
             Z = (X - mean) / scale
+            if spread is not None:
+                spread = spread / np.mean(scale**2)
         v0 = self.v0
         if v0 is not None and not callable(v0) and self.standardize:
             v0 = np.asarray(v0, dtype=np.float64) * (scale if np.ndim(v0) == 1 else scale[:, None])
         with single_threaded_blas():
-            hp = minimum_density_hyperplane(InMemoryData(Z, weights), v0=v0, **self._pursuit_params())
+            hp = minimum_density_hyperplane(InMemoryData(Z, weights, spread), v0=v0, **self._pursuit_params())
         v, b = hp.v, hp.b
         if self.standardize:
             v, b = to_original_coordinates(v, b, mean, scale)
@@ -130,7 +159,7 @@ class MDH(ClusterMixin, BaseEstimator):
                 "No starting direction led to a hyperplane through a minimum of the projected density "
                 "(relative depth 0); v_ and b_ hold the last solution of the alpha schedule.",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         self.v_ = v
         self.b_ = b
@@ -139,20 +168,32 @@ class MDH(ClusterMixin, BaseEstimator):
         self.alpha_ = hp.params["alpha"]
         self.bandwidth_ = hp.params["bandwidth"]
         self.n_evaluations_ = hp.n_evaluations
-        self.labels_ = self._predict(X)
-        return self
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
         return (X @ self.v_ >= self.b_).astype(np.int64)
 
+    def _predict_chunked(self, arr):
+        return arr.map_blocks(_side_chunk, self.v_, self.b_, drop_axis=1, dtype=np.int64)
+
     def decision_function(self, X) -> np.ndarray:
-        """Signed distance ``X @ v_ - b_`` to the hyperplane."""
+        """Signed distance ``X @ v_ - b_`` to the hyperplane (lazily, for Dask or zarr input)."""
         check_is_fitted(self)
+        if is_chunked_input(X):
+            return as_dask_array(X, storage_options=self.storage_options) @ self.v_ - self.b_
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return X @ self.v_ - self.b_
 
     def predict(self, X) -> np.ndarray:
-        """Side of the hyperplane: 0 for ``X @ v_ < b_``, 1 otherwise."""
+        """Side of the hyperplane: 0 for ``X @ v_ < b_``, 1 otherwise (-1 for NaN/inf rows of chunked input)."""
         check_is_fitted(self)
+        if is_chunked_input(X):
+            return self._predict_chunked(as_dask_array(X, storage_options=self.storage_options))
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return self._predict(X)
+
+
+def _side_chunk(x: np.ndarray, v: np.ndarray, b: float) -> np.ndarray:
+    """Side of the hyperplane for one row chunk; rows with NaN or inf get -1."""
+    out = (x @ v >= b).astype(np.int64)
+    out[~np.isfinite(x).all(axis=1)] = -1
+    return out
