@@ -203,3 +203,35 @@ def test_exp_nonpositive_matches_numpy():
     assert np.all(out[~pos] == 0.0)
     exp_nonpositive(x, x)  # in place
     np.testing.assert_array_equal(x, out)
+
+
+def test_group_sums_matches_bincount():
+    from lowdens_dask.kernels.summaries import group_sums
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, 4)).astype(np.float32)
+    labels = rng.integers(0, 7, size=500)
+    counts, sums, sq = group_sums(x, labels, 7)
+    x64 = x.astype(np.float64)
+    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=7))
+    for c in range(4):
+        np.testing.assert_allclose(sums[:, c], np.bincount(labels, weights=x64[:, c], minlength=7), rtol=1e-12)
+    np.testing.assert_allclose(sq, np.bincount(labels, weights=(x64**2).sum(axis=1), minlength=7), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_microclusters_are_a_consistent_partition(dtype):
+    """Counts cover every row once; counts, means and spreads reproduce the first two moments of the
+    chunk exactly; and the partition is a good one (small within-cluster scatter)."""
+    from lowdens_dask.kernels.summaries import microclusters
+
+    rng = np.random.default_rng(1)
+    x = (rng.normal(size=(3000, 5)) + rng.integers(0, 4, size=(3000, 1)) * 5).astype(dtype)
+    counts, means, spread = microclusters(x, 40, seed=0)
+    x64 = x.astype(np.float64)
+    assert counts.sum() == 3000 and np.all(counts > 0) and len(counts) <= 40
+    np.testing.assert_allclose((counts[:, None] * means).sum(axis=0), x64.sum(axis=0), rtol=1e-9)
+    second = (counts * (spread + (means**2).sum(axis=1))).sum()
+    assert second == pytest.approx((x64**2).sum(), rel=1e-9)
+    total_scatter = ((x64 - x64.mean(axis=0)) ** 2).sum()
+    assert (counts * spread).sum() < 0.2 * total_scatter

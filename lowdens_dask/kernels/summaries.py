@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 #: Lloyd iterations of the chunk-local k-means that builds microclusters.
-LLOYD_ITERATIONS = 3
+LLOYD_ITERATIONS = 2
 
 
 @njit(cache=True, nogil=True)
@@ -31,28 +31,37 @@ def group_sums(x, labels, k):
     return counts, sums, sq
 
 
+def _assign(x: np.ndarray, centres: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre for each row: argmin of |c|^2 - 2 x.c (|x|^2 does not matter)."""
+    c = centres.astype(x.dtype)
+    np.matmul(x, -2.0 * c.T, out=buf[:, : c.shape[0]])
+    scores = buf[:, : c.shape[0]]
+    scores += (c * c).sum(axis=1)
+    return np.argmin(scores, axis=1)
+
+
 def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Summarise the rows of one chunk by k-means: ``(counts, means, spread)`` of non-empty clusters.
 
-    ``spread`` is each microcluster's mean squared distance to its centre. Initial centres are k
-    distinct rows drawn with ``seed``; a few Lloyd iterations follow, with squared distances from
-    BLAS (``|c|^2 - 2 x.c``; ``|x|^2`` does not change the argmin).
+    ``spread`` is each microcluster's mean squared distance to its mean. Initial centres are k
+    distinct rows drawn with ``seed``; a few Lloyd iterations follow. Distances are computed by BLAS
+    in the chunk's own precision (float32 stays float32); sums and means accumulate in float64.
     """
     n = x.shape[0]
     k = int(min(k, n))
     if k <= 0:
         return np.zeros(0), np.zeros((0, x.shape[1])), np.zeros(0)
+    if x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float64)
+    x = np.ascontiguousarray(x)
     rng = np.random.default_rng(seed)
     centres = x[np.sort(rng.choice(n, size=k, replace=False))].astype(np.float64)
-    xf = np.asarray(x, dtype=np.float64)
+    buf = np.empty((n, k), dtype=x.dtype)
     for _ in range(LLOYD_ITERATIONS):
-        labels = np.argmin((centres * centres).sum(axis=1) - 2.0 * (xf @ centres.T), axis=1)
-        counts, sums, sq = group_sums(xf, labels, k)
+        counts, sums, _ = group_sums(x, _assign(x, centres, buf), centres.shape[0])
         keep = counts > 0
         centres = sums[keep] / counts[keep, None]
-        k = centres.shape[0]
-    labels = np.argmin((centres * centres).sum(axis=1) - 2.0 * (xf @ centres.T), axis=1)
-    counts, sums, sq = group_sums(xf, labels, k)
+    counts, sums, sq = group_sums(x, _assign(x, centres, buf), centres.shape[0])
     keep = counts > 0
     counts, sums, sq = counts[keep], sums[keep], sq[keep]
     means = sums / counts[:, None]

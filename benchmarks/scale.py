@@ -1,0 +1,259 @@
+"""Scale benchmark: summary-mode MDHClustering end to end from zarr on a 2-process LocalCluster.
+
+Data: a float32 mixture of K = 16 Gaussians in d = 32 (centres ~ N(0, 3^2 I), identity covariances,
+weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr store (zstd,
+125 000-row chunks) so it is never whole in memory. For each n:
+
+- the end-to-end fit (zarr in, labels written to zarr) after the cluster has started and the kernels
+  are compiled (start-up reported separately), against one plain Dask pass ``(X @ v).sum()`` over the
+  same array measured in the same run;
+- peak RSS summed over the client, the scheduler and the workers, sampled every 0.2 s;
+- the number of full passes over the data (zarr chunk reads / number of chunks);
+- ARI against the truth;
+- with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory.
+
+    python benchmarks/scale.py [--n 1e6,1e7] [--peers] [--agreement] [--workdir DIR] [--output FILE]
+
+``--agreement`` adds summary-vs-exact agreement on the ten bundled data sets (at most one
+microcluster per 20 rows) and on the 10^6 mixture.
+"""
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+
+import dask.array as da
+import psutil
+import zarr
+from distributed import Client, LocalCluster, get_task_stream
+from sklearn.metrics import adjusted_rand_score
+
+from lowdens_dask import MDHClustering
+from lowdens_dask.datasets import list_datasets, load_dataset
+
+K, D, CHUNK = 16, 32, 125_000
+
+
+def generate(path: Path, n: int, seed: int = 0) -> None:
+    """Write X (n, 32) float32 and the true labels y, chunk by chunk."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=3.0, size=(K, D))
+    weights = rng.dirichlet(2.0 * np.ones(K))
+    group = zarr.open_group(str(path), mode="w")
+    codec = zarr.codecs.ZstdCodec(level=1)
+    X = group.create_array("X", shape=(n, D), chunks=(CHUNK, D), dtype="f4", compressors=[codec])
+    y = group.create_array("y", shape=(n,), chunks=(CHUNK,), dtype="i2", compressors=[codec])
+    for start in range(0, n, CHUNK):
+        m = min(CHUNK, n - start)
+        chunk_rng = np.random.default_rng([seed, start])
+        labels = chunk_rng.choice(K, size=m, p=weights)
+        X[start : start + m] = (centres[labels] + chunk_rng.standard_normal((m, D), dtype=np.float32)).astype("f4")
+        y[start : start + m] = labels
+
+
+class PeakRSS:
+    """Sum of RSS over this process and its children (scheduler, nannies, workers), every 0.2 s."""
+
+    def __init__(self):
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> int:
+        me = psutil.Process()
+        total = me.memory_info().rss
+        for child in me.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            time.sleep(0.2)
+
+    def __enter__(self):
+        self.peak = self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def passes(task_stream, n_chunks: int) -> float:
+    reads = sum(1 for t in task_stream if str(t["key"]).startswith("('from-zarr-"))
+    return reads / n_chunks
+
+
+def run_scale(client, workdir: Path, n: int, peers: bool) -> dict:
+    path = workdir / f"mixture_{n}.zarr"
+    t = time.perf_counter()
+    generate(path, n)
+    gen_time = time.perf_counter() - t
+    n_chunks = -(-n // CHUNK)
+    X = da.from_zarr(str(path / "X"))
+    v = np.random.default_rng(1).normal(size=D).astype("f4")
+    plain = []
+    for _ in range(2):
+        t = time.perf_counter()
+        (X @ v).sum().compute()
+        plain.append(time.perf_counter() - t)
+    labels_path = workdir / f"labels_{n}.zarr"
+    shutil.rmtree(labels_path, ignore_errors=True)
+    with PeakRSS() as rss, get_task_stream(client) as ts:
+        t = time.perf_counter()
+        model = MDHClustering(n_clusters=K, random_state=0, labels_store=str(labels_path)).fit(str(path / "X"))
+        fit_time = time.perf_counter() - t
+    y_true = zarr.open_array(str(path / "y"), mode="r")[:]
+    labels = zarr.open_array(str(labels_path), mode="r")[:]
+    row = {
+        "n": n,
+        "generate_s": gen_time,
+        "plain_pass_s": min(plain),
+        "fit_s": fit_time,
+        "ratio": fit_time / min(plain),
+        "peak_rss_gb": rss.peak / 1e9,
+        "passes": passes(ts.data, n_chunks),
+        "ari": adjusted_rand_score(y_true, labels),
+        "leaves": model.n_clusters_,
+        "microclusters": model.n_microclusters_,
+    }
+    if peers:
+        from sklearn.cluster import BisectingKMeans, KMeans
+
+        Xm = zarr.open_array(str(path / "X"), mode="r")[:]
+        for name, est in [("BisectingKMeans", BisectingKMeans(K, random_state=0)), ("KMeans", KMeans(K, n_init=1, random_state=0))]:
+            with PeakRSS() as prss:
+                t = time.perf_counter()
+                est.fit(Xm)
+                row[f"{name}_s"] = time.perf_counter() - t
+            row[f"{name}_ari"] = adjusted_rand_score(y_true, est.labels_)
+            row[f"{name}_rss_gb"] = prss.peak / 1e9
+        del Xm
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(labels_path, ignore_errors=True)
+    return row
+
+
+def agreement(workdir: Path) -> list[list]:
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for name in list_datasets():
+            X, y = load_dataset(name)
+            k = len(np.unique(y))
+            exact = MDHClustering(n_clusters=k).fit(X)
+            summary = MDHClustering(n_clusters=k, mode="summary", rows_per_microcluster=20, random_state=0).fit(X)
+            rows.append(_agree_row(name, len(X), summary, exact, y))
+        path = workdir / "mixture_agree.zarr"
+        generate(path, 1_000_000)
+        Xm = zarr.open_array(str(path / "X"), mode="r")[:].astype(np.float64)
+        y = zarr.open_array(str(path / "y"), mode="r")[:]
+        exact = MDHClustering(n_clusters=K).fit(Xm)
+        summary = MDHClustering(n_clusters=K, rows_per_microcluster=20, random_state=0).fit(str(path / "X"))
+        summary.labels_ = summary.labels_.compute()
+        rows.append(_agree_row("mixture 10^6", len(Xm), summary, exact, y))
+        shutil.rmtree(path, ignore_errors=True)
+    return rows
+
+
+def _agree_row(name, n, summary, exact, y):
+    from sklearn.metrics import v_measure_score
+
+    return [
+        name,
+        n,
+        summary.n_microclusters_,
+        adjusted_rand_score(exact.labels_, summary.labels_),
+        v_measure_score(y, exact.labels_),
+        v_measure_score(y, summary.labels_),
+    ]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", default="1e6,1e7")
+    parser.add_argument("--peers", action="store_true")
+    parser.add_argument("--agreement", action="store_true")
+    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--output", default=str(RESULTS_DIR / "scale.md"))
+    args = parser.parse_args(argv)
+    sizes = [int(float(s)) for s in args.n.split(",") if s]
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="lowdens-scale-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    parts = []
+    t = time.perf_counter()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(
+        cluster
+    ) as client:
+        startup = time.perf_counter() - t
+        t = time.perf_counter()
+        warm = workdir / "warm.zarr"
+        generate(warm, 2 * CHUNK)
+        MDHClustering(n_clusters=4, random_state=0).fit(str(warm / "X")).labels_.compute()
+        compile_time = time.perf_counter() - t
+        shutil.rmtree(warm, ignore_errors=True)
+        print(f"cluster start {startup:.1f} s, warm-up (compile) {compile_time:.1f} s", file=sys.stderr)
+        results = []
+        for n in sizes:
+            print(f"n = {n:.0e} ...", file=sys.stderr)
+            results.append(run_scale(client, workdir, n, args.peers))
+            print(results[-1], file=sys.stderr)
+
+    header = ["n", "microclusters", "leaves", "fit end to end (s)", "plain pass (s)", "fit / pass", "peak RSS (GB)",
+              "passes", "ARI"]
+    rows = [[f"{r['n']:.0e}", r["microclusters"], r["leaves"], fmt(r["fit_s"], 2), fmt(r["plain_pass_s"], 2),
+             fmt(r["ratio"], 2), fmt(r["peak_rss_gb"], 2), fmt(r["passes"], 2), fmt(r["ari"])] for r in results]
+    parts.append(
+        f"Cluster start-up {startup:.1f} s; warm-up fit (numba compilation in the workers) {compile_time:.1f} s, "
+        "both excluded from the times below. LocalCluster: 2 worker processes x 1 thread.\n\n"
+        + markdown_table(header, rows)
+    )
+    if len(results) > 1:
+        a, b = results[-2], results[-1]
+        parts.append(f"time(n={b['n']:.0e}) / time(n={a['n']:.0e}) = {b['fit_s'] / a['fit_s']:.2f}")
+    if args.peers:
+        prow = []
+        for r in results:
+            for name in ("BisectingKMeans", "KMeans"):
+                if f"{name}_s" in r:
+                    prow.append([f"{r['n']:.0e}", name, fmt(r[f"{name}_s"], 2), fmt(r[f"{name}_rss_gb"], 2),
+                                 fmt(r[f"{name}_ari"]), fmt(r[f"{name}_s"] / r["fit_s"], 2), fmt(r["ari"])])
+        parts.append("## Peers (in memory, same data, same run)\n\n" + markdown_table(
+            ["n", "peer", "peer time (s)", "peer peak RSS (GB)", "peer ARI", "peer time / our end-to-end", "our ARI"], prow))
+    if args.agreement:
+        arows = agreement(workdir)
+        table = markdown_table(
+            ["data", "n", "microclusters", "ARI(summary, exact)", "V-m exact", "V-m summary"],
+            [[r[0], r[1], r[2], fmt(r[3]), fmt(r[4]), fmt(r[5])] for r in arows],
+        )
+        mean_ari = np.mean([r[3] for r in arows])
+        dvm = np.mean([r[5] for r in arows]) - np.mean([r[4] for r in arows])
+        parts.append(
+            "## Agreement of summary mode with exact mode\n\nSummary mode forced with at most one microcluster per "
+            f"20 rows, random_state=0.\n\n{table}\n\nMean ARI {mean_ari:.3f} (target >= 0.95); mean V-measure "
+            f"summary - exact {dvm:+.3f} (target within 0.02)."
+        )
+    body = "\n\n".join(parts)
+    path = write_markdown(args.output, "Scale-out: summary mode from zarr", command_line(), body)
+    print(body)
+    print(f"written to {path}", file=sys.stderr)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
