@@ -10,7 +10,7 @@ weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr 
 - peak RSS summed over the client, the scheduler and the workers, sampled every 0.2 s;
 - the number of full passes over the data (zarr chunk reads / number of chunks);
 - ARI against the truth;
-- with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory.
+- with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
     python benchmarks/scale.py [--n 1e6,1e7] [--peers] [--agreement] [--workdir DIR] [--output FILE]
 
@@ -41,6 +41,8 @@ from lowdens_dask import MDHClustering
 from lowdens_dask.datasets import list_datasets, load_dataset
 
 K, D, CHUNK = 16, 32, 125_000
+#: In-memory peers need the whole array (and several copies) in RAM: not at 10^8 on 24 GB.
+PEERS_MAX_N = 10**7
 
 
 def generate(path: Path, n: int, seed: int = 0) -> None:
@@ -131,7 +133,7 @@ def run_scale(client, workdir: Path, n: int, peers: bool) -> dict:
         "leaves": model.n_clusters_,
         "microclusters": model.n_microclusters_,
     }
-    if peers:
+    if peers and n <= PEERS_MAX_N:
         from sklearn.cluster import BisectingKMeans, KMeans
 
         Xm = zarr.open_array(str(path / "X"), mode="r")[:]

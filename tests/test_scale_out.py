@@ -1,5 +1,7 @@
 """Summary mode on Dask arrays and zarr stores, on a real 2-process LocalCluster."""
 
+import threading
+
 import dask
 import dask.array as da
 import numpy as np
@@ -8,7 +10,7 @@ import zarr
 from distributed import Client, LocalCluster
 from sklearn.metrics import adjusted_rand_score
 
-from lowdens_dask import MDHClustering, PDDP
+from lowdens_dask import PDDP, MDHClustering
 from lowdens_dask.backend import as_dask_array
 from lowdens_dask.datasets import load_dataset
 
@@ -139,3 +141,54 @@ def test_mdh_from_zarr_path(client, store):
     np.testing.assert_array_equal(labels, (dec >= 0).astype(int))
     groups = [set(labels[y == c]) for c in range(4)]
     assert all(len(g) == 1 for g in groups)  # no true cluster is cut
+
+
+def test_fit_over_array_three_times_a_workers_memory_limit(tmp_path):
+    """Workers limited to 800 MB with spilling off fit a 2.4 GB zarr array: nothing may materialise
+    it (a worker would be killed at its limit and the fit would fail), and the client stays small."""
+    import psutil
+
+    k, d, chunk, n = 8, 32, 125_000, 18_750_000
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=4.0, size=(k, d))
+    group = zarr.open_group(str(tmp_path / "big.zarr"), mode="w")
+    codec = zarr.codecs.ZstdCodec(level=1)
+    X = group.create_array("X", shape=(n, d), chunks=(chunk, d), dtype="f4", compressors=[codec])
+    y = np.empty(n, dtype=np.int8)
+    for start in range(0, n, chunk):
+        r = np.random.default_rng([1, start])
+        lab = r.integers(0, k, size=chunk)
+        X[start : start + chunk] = (centres[lab] + r.standard_normal((chunk, d), dtype=np.float32)).astype("f4")
+        y[start : start + chunk] = lab
+    assert X.nbytes >= 3 * 800e6
+
+    limits = {
+        "distributed.worker.memory.target": False,
+        "distributed.worker.memory.spill": False,
+        "distributed.worker.memory.pause": False,
+        "distributed.worker.memory.terminate": 0.95,
+    }
+    me = psutil.Process()
+    client_before, peak, done = me.memory_info().rss, [0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], me.memory_info().rss)
+            done.wait(0.1)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    with (
+        dask.config.set(limits),
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit="800MB", dashboard_address=None
+        ) as cluster,
+        Client(cluster),
+    ):
+        model = MDHClustering(n_clusters=k, random_state=0, labels_store=str(tmp_path / "labels.zarr"))
+        model.fit(str(tmp_path / "big.zarr" / "X"))
+    done.set()
+    sampler.join()
+    assert peak[0] - client_before < 1e9  # the client never held the array either
+    labels = zarr.open_array(str(tmp_path / "labels.zarr"), mode="r")[:]
+    assert adjusted_rand_score(y, labels) > 0.99
