@@ -192,3 +192,32 @@ def test_fit_over_array_three_times_a_workers_memory_limit(tmp_path):
     assert peak[0] - client_before < 1e9  # the client never held the array either
     labels = zarr.open_array(str(tmp_path / "labels.zarr"), mode="r")[:]
     assert adjusted_rand_score(y, labels) > 0.99
+
+
+def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store):
+    """Works through a scheduler address; node splits and chunk passes show up as named tasks."""
+    from distributed import get_task_stream
+
+    path, X, y = store
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster.scheduler_address) as c, get_task_stream(c) as ts:
+            model = MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
+            labels = model.labels_.compute()
+    names = {str(t["key"]) for t in ts.data}
+    assert any(name.startswith("lowdens-split-node-") for name in names)
+    assert any("lowdens-summarise-" in name for name in names)
+    assert any("lowdens-route-" in name for name in names)
+    assert adjusted_rand_score(y, labels) > 0.99
+
+
+def test_parallel_growth_equals_serial_growth():
+    """Splitting both children at once (summary mode) builds the same tree as the lazy serial order."""
+    X, _ = mixture(n=20_000, k=6, seed=4)
+    model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
+    model.fit(X)
+    parallel = model.tree_.to_json()
+    from lowdens_dask.estimators._summary import as_chunked, summarise
+
+    summary = summarise(model, as_chunked(model, X), np.random.RandomState(0).randint(2**31 - 1))
+    model._grow_tree(summary.data.X, summary.data.weights, summary.data.spread, parallel=False)
+    assert model.tree_.to_json() == parallel

@@ -8,7 +8,9 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 
+import dask
 import numpy as np
+from dask.base import tokenize
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -66,11 +68,16 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         return self
 
     def _grow(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
-        """Build ``tree_`` and ``n_clusters_`` from (weighted) rows in memory."""
-        with single_threaded_blas():
-            self._grow_tree(X, weights, spread)
+        """Build ``tree_`` and ``n_clusters_`` from (weighted) rows in memory.
 
-    def _grow_tree(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None) -> None:
+        In summary mode (``spread`` given) the two children of every split are split at once as
+        concurrent Dask tasks, so the tree grows in parallel on a cluster; with the "size" index this
+        gives the same tree as the lazy serial order.
+        """
+        with single_threaded_blas():
+            self._grow_tree(X, weights, spread, parallel=spread is not None)
+
+    def _grow_tree(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None, parallel: bool) -> None:
         Z, mean, scale = X, None, None
         if self.standardize:
             mean, scale = standardisation(X, weights)
@@ -82,13 +89,21 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         leaves = {0: InMemoryData(Z, weights, spread)}  # leaf id -> its rows (in the coordinates the finder sees)
         found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split in those coordinates, or None
         target = math.inf if self.n_clusters is None else self.n_clusters
+        token = tokenize(X, weights, params)[:8]
 
         def compute(leaf_id: int) -> Hyperplane | None:
-            data = leaves[leaf_id]
-            if data.n_samples < 2 or data.total_weight < 2 * self.min_size:
-                return None
-            hp = find_hyperplane(self._method, data, **params)
-            return hp if hp.valid else None
+            return _valid_split(self._method, leaves[leaf_id], params, self.min_size)
+
+        def compute_children(node_id: int) -> None:
+            """Summary mode: split both new leaves at once, as two named concurrent Dask tasks."""
+            children = tree.nodes[node_id].children
+            tasks = [
+                dask.delayed(_valid_split, pure=True)(
+                    self._method, leaves[c], params, self.min_size, dask_key_name=f"lowdens-split-node-{c}-{token}"
+                )
+                for c in children
+            ]
+            found.update(zip(children, dask.compute(*tasks)))
 
         n_leaves = 1
         while n_leaves < target:
@@ -115,6 +130,8 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             leaves[node.children[0]] = data.take(below)
             leaves[node.children[1]] = data.take(~below)
             n_leaves += 1
+            if parallel and n_leaves < target:
+                compute_children(node.id)
         for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
             if hp is not None and leaf in leaves:
                 tree.nodes[leaf].set_hyperplane(self._method, self._to_original(hp, mean, scale))
@@ -385,3 +402,11 @@ class DePDDP(_DivisiveClustering):
 
     def _hyperplane_params(self) -> dict:
         return {"bandwidth": self.bandwidth, "min_size": self.min_size}
+
+
+def _valid_split(method: str, data: InMemoryData, params: dict, min_size: float) -> Hyperplane | None:
+    """The node's hyperplane if it is a valid split, else None (a plain function: it runs on workers)."""
+    if data.n_samples < 2 or data.total_weight < 2 * min_size:
+        return None
+    hp = find_hyperplane(method, data, **params)
+    return hp if hp.valid else None
