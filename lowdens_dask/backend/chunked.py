@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import dask
 import dask.array as da
 import numpy as np
+import zarr
 
 from ..kernels.summaries import microclusters
 from .memory import InMemoryData
@@ -31,8 +32,6 @@ def as_dask_array(X: Any, *, array_name: str | None = None, storage_options: dic
     For zarr input the row chunks are the store's chunks, or its shards when it is sharded; the
     feature axis is one chunk. ``array_name`` selects an array inside a zarr group.
     """
-    import zarr
-
     if isinstance(X, da.Array):
         arr = X
     else:

@@ -12,7 +12,8 @@ array inside a group) are fitted in summary mode:
    weighted mean within-microcluster variance per dimension, so that each mean stands for a
    Gaussian blob of rows. Measured on the ten bundled data sets at one microcluster per 20 rows
    (mean over 3 seeds, ARI of summary-mode against exact-mode labels): 0.57 when n counts
-   microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread;
+   microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread. The two children of
+   every split are split at once as named concurrent Dask tasks (``lowdens-split-node-*``);
 3. one final pass routes every row to its leaf; with ``labels_store`` the labels are written to zarr
    with the same row chunks as the input.
 """
@@ -25,6 +26,7 @@ import os
 
 import dask.array as da
 import numpy as np
+import zarr
 from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
@@ -32,17 +34,21 @@ from ..backend.chunked import Summary
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
 MAX_MICROCLUSTERS_PER_CHUNK = 64
+#: With mode="auto", in-memory arrays with more rows than this are fitted in summary mode too.
+AUTO_SUMMARY_ROWS = 2_000_000
 
 
 def is_chunked_input(X) -> bool:
     """Dask arrays, zarr arrays and zarr paths/URLs are fitted in summary mode."""
-    if isinstance(X, (da.Array, str, os.PathLike)):
+    return isinstance(X, (da.Array, str, os.PathLike, zarr.Array))
+
+
+def use_summary_mode(est, X) -> bool:
+    """Summary mode for chunked input, for ``mode="summary"``, and above ``AUTO_SUMMARY_ROWS`` rows."""
+    if est.mode == "summary" or is_chunked_input(X):
         return True
-    try:
-        import zarr
-    except ImportError:  # pragma: no cover - zarr is a dependency
-        return False
-    return isinstance(X, zarr.Array)
+    shape = getattr(X, "shape", None)
+    return shape is not None and len(shape) == 2 and shape[0] > AUTO_SUMMARY_ROWS
 
 
 def check_summary_params(est) -> None:

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..backend import InMemoryData, as_dask_array
 from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
 from ..tree import ClusterTree
-from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input
+from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input, use_summary_mode
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -60,7 +60,7 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         """
         self._check_params()
         check_summary_params(self)
-        if self.mode == "summary" or is_chunked_input(X):
+        if use_summary_mode(self, X):
             return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: self.tree_.predict(arr))
         X, weights = check_fit_input(self, X, sample_weight)
         self._grow(X, weights)
@@ -191,7 +191,8 @@ class MDHClustering(_DivisiveClustering):
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
         As for :class:`~lowdens_dask.MDH`, applied at every node.
     mode : {"auto", "summary"}, default="auto"
-        "auto" fits in-memory arrays exactly and Dask arrays / zarr stores in summary mode;
+        "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
+        and zarr stores in summary mode;
         "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
@@ -292,7 +293,8 @@ class PDDP(_DivisiveClustering):
     min_size : float, default=1
     standardize : bool, default=False
     mode : {"auto", "summary"}, default="auto"
-        "auto" fits in-memory arrays exactly and Dask arrays / zarr stores in summary mode;
+        "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
+        and zarr stores in summary mode;
         "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
@@ -355,7 +357,8 @@ class DePDDP(_DivisiveClustering):
     min_size : float, default=1
     standardize : bool, default=False
     mode : {"auto", "summary"}, default="auto"
-        "auto" fits in-memory arrays exactly and Dask arrays / zarr stores in summary mode;
+        "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
+        and zarr stores in summary mode;
         "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import InMemoryData, as_dask_array
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
-from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input
+from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input, use_summary_mode
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -132,7 +132,7 @@ class MDH(ClusterMixin, BaseEstimator):
         """
         check_mdh_params(self)
         check_summary_params(self)
-        if self.mode == "summary" or is_chunked_input(X):
+        if use_summary_mode(self, X):
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
         X, weights = check_fit_input(self, X, sample_weight)
         self._fit_rows(X, weights)
