@@ -292,21 +292,8 @@ class PDDP(_DivisiveClustering):
         Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean).
     min_size : float, default=1
     standardize : bool, default=False
-    mode : {"auto", "summary"}, default="auto"
-        "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
-        and zarr stores in summary mode;
-        "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
-    rows_per_microcluster : float, default=20
-        Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
-    nonfinite : {"raise", "skip"}, default="raise"
-        Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
-        labelled -1 (``n_nonfinite_`` counts them).
-    random_state : int or None, default=None
-        Seeds the microcluster k-means.
-    storage_options : dict, optional
-        fsspec options for zarr paths/URLs (input and ``labels_store``).
-    labels_store : str, optional
-        Summary mode: a zarr path/URL where the labels are written, chunk-aligned with the input.
+    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
+        Summary mode for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
     """
 
     _method = "pddp"
@@ -356,21 +343,8 @@ class DePDDP(_DivisiveClustering):
     bandwidth : None, "silverman", float or callable, default=None
     min_size : float, default=1
     standardize : bool, default=False
-    mode : {"auto", "summary"}, default="auto"
-        "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
-        and zarr stores in summary mode;
-        "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
-    rows_per_microcluster : float, default=20
-        Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
-    nonfinite : {"raise", "skip"}, default="raise"
-        Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
-        labelled -1 (``n_nonfinite_`` counts them).
-    random_state : int or None, default=None
-        Seeds the microcluster k-means.
-    storage_options : dict, optional
-        fsspec options for zarr paths/URLs (input and ``labels_store``).
-    labels_store : str, optional
-        Summary mode: a zarr path/URL where the labels are written, chunk-aligned with the input.
+    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
+        Summary mode for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
     """
 
     _method = "depddp"
