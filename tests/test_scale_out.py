@@ -243,3 +243,21 @@ def test_auto_mode_switches_to_summary_above_the_documented_size(monkeypatch):
     model = MDHClustering(n_clusters=4, random_state=0).fit(X)
     assert model.n_microclusters_ <= 5_000 / 20 + 1
     assert isinstance(model.labels_, np.ndarray)
+
+
+def test_standardize_and_baselines_in_summary_mode():
+    """standardize=True scales the summary (means and spreads) and reports hyperplanes in the original
+    coordinates; PDDP and DePDDP run in summary mode too."""
+    from lowdens_dask import DePDDP
+
+    X, y = mixture(n=12_000, k=4, seed=6)
+    X = X * np.array([100, 1, 0.01, 5, 1, 20], dtype=np.float32)
+    dX = da.from_array(X, chunks=(3000, 6))
+    with dask.config.set(scheduler="threads"):
+        model = MDHClustering(n_clusters=4, standardize=True, random_state=0).fit(dX)
+        labels = model.labels_.compute()
+        assert adjusted_rand_score(y, labels) > 0.95
+        np.testing.assert_array_equal(model.tree_.predict(X.astype(np.float64)), labels)
+        for est in (PDDP(n_clusters=4, random_state=0), DePDDP(n_clusters=4, random_state=0)):
+            lab = est.fit(dX).labels_.compute()
+            assert est.n_microclusters_ <= 12_000 / 20 and len(np.unique(lab)) == est.n_clusters_
