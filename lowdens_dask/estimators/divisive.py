@@ -97,13 +97,24 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         def compute_children(node_id: int) -> None:
             """Summary mode: split both new leaves at once, as two named concurrent Dask tasks."""
             children = tree.nodes[node_id].children
-            tasks = [
-                dask.delayed(_valid_split, pure=True)(
-                    self._method, leaves[c], params, self.min_size, dask_key_name=f"lowdens-split-node-{c}-{token}"
-                )
-                for c in children
-            ]
-            found.update(zip(children, dask.compute(*tasks)))
+            keys = [f"lowdens-split-node-{c}-{token}" for c in children]
+            client = _distributed_client()
+            if client is not None:  # ship the leaves' rows once, not inside the task graph
+                data = client.scatter([leaves[c] for c in children])
+                futures = [
+                    client.submit(_valid_split, self._method, d, params, self.min_size, key=k)
+                    for d, k in zip(data, keys)
+                ]
+                results = client.gather(futures)
+            else:
+                tasks = [
+                    dask.delayed(_valid_split, pure=True)(
+                        self._method, leaves[c], params, self.min_size, dask_key_name=k
+                    )
+                    for c, k in zip(children, keys)
+                ]
+                results = dask.compute(*tasks)
+            found.update(zip(children, results))
 
         n_leaves = 1
         while n_leaves < target:
@@ -387,3 +398,13 @@ def _valid_split(method: str, data: InMemoryData, params: dict, min_size: float)
         return None
     hp = find_hyperplane(method, data, **params)
     return hp if hp.valid else None
+
+
+def _distributed_client():
+    """The active distributed Client, if any."""
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
