@@ -82,8 +82,7 @@ def tree_reduce(parts: Sequence, combine: Callable, name: str):
 class Summary(NamedTuple):
     """What one summarising pass over the data returns."""
 
-    data: InMemoryData  #: microcluster means weighted by their row counts (flagged as a summary)
-    spread: np.ndarray  #: each microcluster's mean squared distance to its mean
+    data: InMemoryData  #: microcluster means weighted by row counts, with per-dimension spread
     n_rows: int  #: rows read
     n_nonfinite: int  #: rows with NaN or inf, left out of the summary
 
@@ -115,13 +114,6 @@ class ChunkedData:
         self.n_samples, self.n_features = X.shape
         self._token = dask.base.tokenize(X)[:8]
 
-    def _delayed_blocks(self, func, name: str, *args):
-        blocks = self.X.to_delayed().ravel()
-        return [
-            dask.delayed(func, pure=True)(block, *args, dask_key_name=f"lowdens-{name}-{self._token}-{i}")
-            for i, block in enumerate(blocks)
-        ]
-
     def summarise(self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0) -> Summary:
         """One pass: chunk-local k-means microclusters and a count of rows with NaN/inf.
 
@@ -142,4 +134,18 @@ class ChunkedData:
         ]
         total = tree_reduce(parts, _concat_summaries, f"lowdens-summarise-{self._token}")
         counts, means, spread, n_rows, n_nonfinite = dask.compute(total)[0]
-        return Summary(InMemoryData(means, counts, spread / means.shape[1]), spread, int(n_rows), int(n_nonfinite))
+        return Summary(InMemoryData(means, counts, spread / means.shape[1]), int(n_rows), int(n_nonfinite))
+
+    def label_rows(self, labeler: Callable, *args) -> da.Array:
+        """Lazy int64 labels with X's row chunks: ``labeler(rows, *args)`` on each chunk's finite rows,
+        -1 for rows with NaN or inf. ``labeler`` and ``args`` must be picklable (they go to workers)."""
+        name = f"lowdens-route-{dask.base.tokenize(self.X, labeler, *args)}"
+        return self.X.map_blocks(_label_chunk, labeler, *args, drop_axis=1, dtype=np.int64, name=name)
+
+
+def _label_chunk(x: np.ndarray, labeler: Callable, *args) -> np.ndarray:
+    out = np.full(x.shape[0], -1, dtype=np.int64)
+    finite = np.isfinite(x).all(axis=1)
+    if finite.any():
+        out[finite] = labeler(x[finite], *args)
+    return out

@@ -22,6 +22,7 @@ array inside a group) are fitted in summary mode:
 
 from __future__ import annotations
 
+import functools
 import os
 
 import dask.array as da
@@ -31,6 +32,7 @@ from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import Summary
+from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
 MAX_MICROCLUSTERS_PER_CHUNK = 64
@@ -109,3 +111,19 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     labels = route(arr)
     est.labels_ = store_labels(est, labels) if is_chunked_input(X) else labels.compute()
     return est
+
+
+def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:
+    """Lazy leaf labels for chunked rows (-1 for NaN/inf); the tree travels to the workers as JSON."""
+    if arr.shape[1] != tree.n_features:
+        raise ValueError(f"X must have shape (n_samples, {tree.n_features}); got {arr.shape}.")
+    return ChunkedData(arr).label_rows(_tree_labels, tree.to_json())
+
+
+@functools.lru_cache(maxsize=16)
+def _tree_from_json(text: str) -> ClusterTree:
+    return ClusterTree.from_json(text)
+
+
+def _tree_labels(x: np.ndarray, tree_json: str) -> np.ndarray:
+    return _tree_from_json(tree_json).predict(x)

@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..backend import InMemoryData, as_dask_array
 from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
 from ..tree import ClusterTree
-from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input, use_summary_mode
+from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input, route_rows, use_summary_mode
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -61,7 +61,7 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         self._check_params()
         check_summary_params(self)
         if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: self.tree_.predict(arr))
+            return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr))
         X, weights = check_fit_input(self, X, sample_weight)
         self._grow(X, weights)
         self.labels_ = self.tree_.predict(X)
@@ -178,7 +178,7 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
         check_is_fitted(self)
         if is_chunked_input(X):
-            return self.tree_.predict(as_dask_array(X, storage_options=self.storage_options))
+            return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return self.tree_.predict(X)
 

@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..backend import InMemoryData, as_dask_array
+from ..backend import ChunkedData, InMemoryData, as_dask_array
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
 from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input, use_summary_mode
 from ._validation import (
@@ -170,10 +170,10 @@ class MDH(ClusterMixin, BaseEstimator):
         self.n_evaluations_ = hp.n_evaluations
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
-        return (X @ self.v_ >= self.b_).astype(np.int64)
+        return _side(X, self.v_, self.b_)
 
     def _predict_chunked(self, arr):
-        return arr.map_blocks(_side_chunk, self.v_, self.b_, drop_axis=1, dtype=np.int64)
+        return ChunkedData(arr).label_rows(_side, self.v_, self.b_)
 
     def decision_function(self, X) -> np.ndarray:
         """Signed distance ``X @ v_ - b_`` to the hyperplane (lazily, for Dask or zarr input)."""
@@ -192,8 +192,6 @@ class MDH(ClusterMixin, BaseEstimator):
         return self._predict(X)
 
 
-def _side_chunk(x: np.ndarray, v: np.ndarray, b: float) -> np.ndarray:
-    """Side of the hyperplane for one row chunk; rows with NaN or inf get -1."""
-    out = (x @ v >= b).astype(np.int64)
-    out[~np.isfinite(x).all(axis=1)] = -1
-    return out
+def _side(x: np.ndarray, v: np.ndarray, b: float) -> np.ndarray:
+    """Side of the hyperplane: 0 for ``x @ v < b``, 1 otherwise."""
+    return (x @ v >= b).astype(np.int64)

@@ -4,16 +4,13 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import dask.array as da
 import numpy as np
-from dask.base import tokenize
 
 from ..pursuit import Hyperplane, find_hyperplane
 
@@ -209,18 +206,8 @@ class ClusterTree:
         """Map from leaf id to cluster label."""
         return {node.id: label for label, node in enumerate(self.leaves())}
 
-    def predict(self, X):
-        """Cluster labels: route each row down the tree to its leaf.
-
-        For a Dask array the result is a lazy Dask array with the same row chunks; rows with NaN or
-        inf get label -1. The tree travels to the workers as JSON, so nothing assumes shared memory.
-        """
-        if isinstance(X, da.Array):
-            if X.ndim != 2 or X.shape[1] != self.n_features:
-                raise ValueError(f"X must have shape (n_samples, {self.n_features}); got {X.shape}.")
-            text = self.to_json()
-            name = f"lowdens-route-{tokenize(X, text)}"
-            return X.map_blocks(_route_chunk, text, drop_axis=1, dtype=np.int64, name=name)
+    def predict(self, X) -> np.ndarray:
+        """Cluster labels: route each row down the tree to its leaf."""
         ids = self.apply(X)
         lookup = self.leaf_labels()
         keys = np.fromiter(lookup.keys(), dtype=np.int64)
@@ -327,18 +314,4 @@ def _jsonable(params: dict) -> dict:
         elif isinstance(value, tuple):
             value = list(value)
         out[key] = value
-    return out
-
-
-@functools.lru_cache(maxsize=16)
-def _tree_from_json(text: str) -> ClusterTree:
-    return ClusterTree.from_json(text)
-
-
-def _route_chunk(x: np.ndarray, tree_json: str) -> np.ndarray:
-    """Leaf labels for one row chunk; rows with NaN or inf get -1."""
-    out = np.full(x.shape[0], -1, dtype=np.int64)
-    finite = np.isfinite(x).all(axis=1)
-    if finite.any():
-        out[finite] = _tree_from_json(tree_json).predict(x[finite])
     return out
