@@ -224,7 +224,7 @@ def test_parallel_growth_equals_serial_growth():
     from lowdens_dask.estimators._summary import as_chunked, summarise
 
     summary = summarise(model, as_chunked(model, X), np.random.RandomState(0).randint(2**31 - 1))
-    model._grow_tree(summary.data.X, summary.data.weights, summary.data.spread, parallel=False)
+    model._grow_tree(summary.data, None, None, parallel=False)
     serial = model.tree_
     assert [(n.id, n.children, n.size) for n in parallel] == [(n.id, n.children, n.size) for n in serial]
     for a, b in zip(parallel, serial):

@@ -104,7 +104,7 @@ def test_gradient_matches_finite_differences(alpha, frac, interior):
     objective = _ProjectionObjective(data, MinimumDensityIndex(h))
     v = np.array([1.0, 0.2, -0.1, 0.05, 0.1])
     f0, grad = objective(v, alpha)
-    split = objective.last[3]
+    split = objective.last.split
     assert MinimumDensityIndex.is_interior(split) == interior
     for _ in range(5):
         e = rng.normal(size=5)

@@ -18,6 +18,7 @@ import dask
 import dask.array as da
 import numpy as np
 import zarr
+from scipy.linalg import eigh
 
 from ..kernels.summaries import microclusters
 from .memory import InMemoryData
@@ -149,3 +150,180 @@ def _label_chunk(x: np.ndarray, labeler: Callable, *args) -> np.ndarray:
     if finite.any():
         out[finite] = labeler(x[finite], *args)
     return out
+
+
+def _node_rows(x: np.ndarray, path: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The finite rows of a chunk (as float64) on the given sides of the path's hyperplanes, and their mask."""
+    keep = np.isfinite(x).all(axis=1)
+    if not keep.all():
+        x = np.where(keep[:, None], x, 0.0)
+    x = np.asarray(x, dtype=np.float64)
+    for v, b, side in path:
+        keep &= (x @ v >= b) == bool(side)
+    return x[keep], keep
+
+
+def _chunk_stats(x: np.ndarray, path: tuple):
+    rows, _ = _node_rows(x, path)
+    return np.float64(rows.shape[0]), rows.sum(axis=0), int(x.shape[0] - np.isfinite(x).all(axis=1).sum())
+
+
+def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray) -> np.ndarray:
+    rows, _ = _node_rows(x, path)
+    rows = rows - mean
+    return rows.T @ rows
+
+
+def _chunk_project(x: np.ndarray, path: tuple, U: np.ndarray, offset: np.ndarray):
+    rows, _ = _node_rows(x, path)
+    return np.ascontiguousarray((rows @ U - offset).T), np.ones(rows.shape[0])
+
+
+def _chunk_backproject(x: np.ndarray, path: tuple, part, fn: Callable, args: tuple):
+    rows, _ = _node_rows(x, path)
+    G = fn(*part, *args)  # (k, rows)
+    return rows.T @ G.T, G.sum(axis=1)
+
+
+def _sum(*parts):
+    if isinstance(parts[0], tuple):
+        return tuple(_sum(*items) for items in zip(*parts))
+    out = parts[0].copy() if isinstance(parts[0], np.ndarray) else parts[0]
+    for p in parts[1:]:
+        out = out + p
+    return out
+
+
+class Projections:
+    """Projections ``X_node @ U - offset`` of a node's rows, held chunk by chunk where the rows are
+    (on the workers of a distributed cluster) for the passes of one objective evaluation.
+
+    Each chunk holds ``(P, w)``: P of shape (k, rows) (one row per direction) and the rows' weights.
+    """
+
+    def __init__(self, node: ChunkedNode, U: np.ndarray, offset: np.ndarray):
+        self.node = node
+        self.n_directions = U.shape[1]
+        token = dask.base.tokenize(node.token, U, offset)[:12]
+        self._name = f"lowdens-project-{token}"
+        parts = [
+            dask.delayed(_chunk_project, pure=True)(b, node.path, U, offset, dask_key_name=f"{self._name}-{i}")
+            for i, b in enumerate(node.blocks)
+        ]
+        self.parts = dask.persist(*parts)
+        self._passes = 0
+
+    def reduce(self, fn: Callable, combine: Callable, *args):
+        """``combine`` of ``fn(P, w, *args)`` over the chunks, by a tree reduction."""
+        self._passes += 1
+        name = f"{self._name}-pass{self._passes}-{fn.__name__.strip('_')}"
+        partial = [
+            dask.delayed(fn, pure=True)(*_unpack(part), *args, dask_key_name=f"{name}-{i}")
+            for i, part in enumerate(self.parts)
+        ]
+        return dask.compute(tree_reduce(partial, combine, name))[0]
+
+    def backproject(self, fn: Callable, *args) -> tuple[np.ndarray, np.ndarray]:
+        """``(X_node.T @ G.T, G.sum(axis=1))`` for per-row weights ``G = fn(P, w, *args)`` (k, rows)."""
+        self._passes += 1
+        name = f"{self._name}-pass{self._passes}-backproject"
+        partial = [
+            dask.delayed(_chunk_backproject, pure=True)(b, self.node.path, part, fn, args, dask_key_name=f"{name}-{i}")
+            for i, (b, part) in enumerate(zip(self.node.blocks, self.parts))
+        ]
+        return dask.compute(tree_reduce(partial, _sum, name))[0]
+
+
+def _unpack(part):
+    return part[0], part[1]
+
+
+class ChunkedNode:
+    """The rows of a row-chunked array that lie on given sides of a path of hyperplanes (a tree node),
+    for exact mode: every operation is a pass over the array's chunks, and rows with NaN/inf are left out.
+
+    Provides the data-layer operations of :class:`~lowdens_dask.backend.InMemoryData` that projection
+    pursuit uses (mean, leading eigenvectors, total weight, split), with projections held in chunks
+    (:class:`Projections`) instead of whole arrays. All rows have weight 1.
+
+    Parameters
+    ----------
+    X : dask.array.Array
+        Row-chunked array (see :func:`as_dask_array`).
+    path : tuple of (v, b, side)
+        The node's rows satisfy ``(x @ v >= b) == side`` for every entry.
+    """
+
+    within_variance = 0.0
+
+    def __init__(self, X: da.Array, path: tuple = ()):
+        self.X = X
+        self.path = tuple(path)
+        self.n_features = X.shape[1]
+        self.blocks = X.to_delayed().ravel()
+        self.token = dask.base.tokenize(X, self.path)[:12]
+        self._stats = None
+        self._scatter = None
+
+    def _pass(self, fn: Callable, *args):
+        name = f"lowdens-{fn.__name__.strip('_')}-{dask.base.tokenize(self.token, *args)[:12]}"
+        partial = [
+            dask.delayed(fn, pure=True)(b, self.path, *args, dask_key_name=f"{name}-{i}")
+            for i, b in enumerate(self.blocks)
+        ]
+        return dask.compute(tree_reduce(partial, _sum, name))[0]
+
+    def _row_stats(self):
+        if self._stats is None:
+            self._stats = self._pass(_chunk_stats)
+        return self._stats
+
+    @property
+    def n_samples(self) -> int:
+        """Rows in the node (finite rows only)."""
+        return int(self._row_stats()[0])
+
+    @property
+    def total_weight(self) -> float:
+        return float(self._row_stats()[0])
+
+    @property
+    def n_nonfinite(self) -> int:
+        """Rows of the whole array with NaN or inf (found by the node's first pass)."""
+        return self._row_stats()[2]
+
+    def mean(self) -> np.ndarray:
+        count, total, _ = self._row_stats()
+        return total / count
+
+    def scatter_matrix(self) -> np.ndarray:
+        """``sum_i (x_i - mean)(x_i - mean)^T`` over the node's rows (one pass)."""
+        if self._scatter is None:
+            self._scatter = self._pass(_chunk_scatter, self.mean())
+        return self._scatter
+
+    def leading_eigenvectors(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k eigenpairs of the covariance (divisor n - 1), largest first, signs as in InMemoryData."""
+        d = self.n_features
+        k = min(k, d)
+        cov = self.scatter_matrix() / max(self.total_weight - 1.0, 1.0)
+        vals, vecs = eigh(cov, subset_by_index=(d - k, d - 1))
+        vals, vecs = vals[::-1], vecs[:, ::-1]
+        idx = np.argmax(np.abs(vecs), axis=0)
+        vecs = vecs * np.sign(vecs[idx, np.arange(vecs.shape[1])])
+        return np.maximum(vals, 0.0), np.ascontiguousarray(vecs)
+
+    def total_scatter(self) -> float:
+        """Sum of squared distances to the mean (Boley's PDDP scatter)."""
+        return float(np.trace(self.scatter_matrix()))
+
+    def projections(self, U: np.ndarray, offset: np.ndarray | None = None) -> Projections:
+        """``X_node @ U - offset`` for a block of directions U (d, k), held in chunks."""
+        U = np.ascontiguousarray(np.asarray(U, dtype=np.float64).reshape(self.n_features, -1))
+        offset = np.zeros(U.shape[1]) if offset is None else np.asarray(offset, dtype=np.float64)
+        return Projections(self, U, offset)
+
+    def split(self, v: np.ndarray, b: float) -> tuple[ChunkedNode, ChunkedNode]:
+        """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
+        v = np.asarray(v, dtype=np.float64)
+        return ChunkedNode(self.X, self.path + ((v, float(b), 0),)), ChunkedNode(self.X, self.path + ((v, float(b), 1),))

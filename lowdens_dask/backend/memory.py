@@ -106,6 +106,11 @@ class InMemoryData:
         """The subset of rows given by an index array or a boolean mask."""
         return InMemoryData(self.X[rows], self.weights[rows], None if self.spread is None else self.spread[rows])
 
+    def split(self, v: np.ndarray, b: float) -> tuple[InMemoryData, InMemoryData]:
+        """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
+        below = self.project(v) < b
+        return self.take(below), self.take(~below)
+
     def weighted_count(self, mask: np.ndarray) -> float:
         """Total weight of the rows selected by a boolean mask."""
         return float(self.weights[mask].sum())

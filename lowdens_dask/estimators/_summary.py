@@ -31,7 +31,7 @@ import zarr
 from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
-from ..backend.chunked import Summary
+from ..backend.chunked import ChunkedNode, Summary
 from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -46,16 +46,19 @@ def is_chunked_input(X) -> bool:
 
 
 def use_summary_mode(est, X) -> bool:
-    """Summary mode for chunked input, for ``mode="summary"``, and above ``AUTO_SUMMARY_ROWS`` rows."""
-    if est.mode == "summary" or is_chunked_input(X):
+    """Summary mode for ``mode="summary"``, and with ``mode="auto"`` for chunked input and above
+    ``AUTO_SUMMARY_ROWS`` rows."""
+    if est.mode != "auto":
+        return est.mode == "summary"
+    if is_chunked_input(X):
         return True
     shape = getattr(X, "shape", None)
     return shape is not None and len(shape) == 2 and shape[0] > AUTO_SUMMARY_ROWS
 
 
 def check_summary_params(est) -> None:
-    if est.mode not in ("auto", "summary"):
-        raise ValueError(f"mode must be 'auto' or 'summary'; got {est.mode!r}.")
+    if est.mode not in ("auto", "exact", "summary"):
+        raise ValueError(f"mode must be 'auto', 'exact' or 'summary'; got {est.mode!r}.")
     if est.nonfinite not in ("raise", "skip"):
         raise ValueError(f"nonfinite must be 'raise' or 'skip'; got {est.nonfinite!r}.")
     if not (isinstance(est.rows_per_microcluster, (int, float)) and est.rows_per_microcluster >= 1):
@@ -111,6 +114,42 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     labels = route(arr)
     est.labels_ = store_labels(est, labels) if is_chunked_input(X) else labels.compute()
     return est
+
+
+def fit_exact_chunked(est, X, sample_weight, fit_node, route):
+    """Exact mode over chunked input: ``fit_node(root)`` on a :class:`ChunkedNode` of all finite rows
+    (every pursuit step a pass over the chunks), then ``route(arr)`` every row.
+
+    Sets ``n_features_in_``, ``n_nonfinite_`` and ``labels_`` (lazy, or written to ``labels_store``).
+    """
+    if sample_weight is not None:
+        raise ValueError("sample_weight is not supported for Dask or zarr input.")
+    for name in ("bandwidth", "v0", "split_index"):
+        if callable(getattr(est, name, None)):
+            raise ValueError(f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it.")
+    arr = as_dask_array(X, storage_options=est.storage_options)
+    est.n_features_in_ = arr.shape[1]
+    root = ChunkedNode(arr)
+    if root.n_nonfinite and est.nonfinite == "raise":
+        raise ValueError(
+            f"X has {root.n_nonfinite} of {arr.shape[0]} rows with NaN or infinite values; pass "
+            "nonfinite='skip' to set them aside (they are then labelled -1)."
+        )
+    if root.n_samples < 2:
+        raise ValueError(f"X has {root.n_samples} finite rows; at least 2 are needed.")
+    fit_node(root)
+    est.n_nonfinite_ = root.n_nonfinite
+    est.labels_ = store_labels(est, route(arr))
+    return est
+
+
+def standardised_node(root: ChunkedNode) -> tuple[ChunkedNode, np.ndarray, np.ndarray]:
+    """The rows z-scored as by ``_validation.standardisation`` (divisor n - 1; constant columns keep
+    scale 1), lazily; returns the new root, the means and the scales."""
+    mean = root.mean()
+    scale = np.sqrt(np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0))
+    scale[scale == 0] = 1.0
+    return ChunkedNode((root.X - mean) / scale), mean, scale
 
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:

@@ -15,9 +15,18 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import InMemoryData, as_dask_array
+from ..backend.chunked import ChunkedNode
 from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
 from ..tree import ClusterTree
-from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input, route_rows, use_summary_mode
+from ._summary import (
+    check_summary_params,
+    fit_exact_chunked,
+    fit_in_summary_mode,
+    is_chunked_input,
+    route_rows,
+    standardised_node,
+    use_summary_mode,
+)
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -62,6 +71,8 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         check_summary_params(self)
         if use_summary_mode(self, X):
             return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr))
+        if is_chunked_input(X):
+            return fit_exact_chunked(self, X, sample_weight, self._grow_chunked, lambda arr: route_rows(self.tree_, arr))
         X, weights = check_fit_input(self, X, sample_weight)
         self._grow(X, weights)
         self.labels_ = self.tree_.predict(X)
@@ -74,22 +85,31 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         concurrent Dask tasks, so the tree grows in parallel on a cluster; with the "size" index this
         gives the same tree as the lazy serial order.
         """
-        with single_threaded_blas():
-            self._grow_tree(X, weights, spread, parallel=spread is not None)
-
-    def _grow_tree(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None, parallel: bool) -> None:
-        Z, mean, scale = X, None, None
+        mean = scale = None
+        Z = X
         if self.standardize:
             mean, scale = standardisation(X, weights)
             Z = (X - mean) / scale
             if spread is not None:  # per-dimension variance, approximately, in z-scored units
                 spread = spread / np.mean(scale**2)
+        with single_threaded_blas():
+            self._grow_tree(InMemoryData(Z, weights, spread), mean, scale, parallel=spread is not None)
+
+    def _grow_chunked(self, root: ChunkedNode) -> None:
+        """Build ``tree_`` in exact mode over chunked rows: every node's pursuit passes over its rows."""
+        mean = scale = None
+        if self.standardize:
+            root, mean, scale = standardised_node(root)
+        with single_threaded_blas():
+            self._grow_tree(root, mean, scale, parallel=False)
+
+    def _grow_tree(self, root, mean, scale, parallel: bool) -> None:
         params = self._hyperplane_params()
-        tree = ClusterTree(X.shape[1], self._method, params, root_size=weights.sum())
-        leaves = {0: InMemoryData(Z, weights, spread)}  # leaf id -> its rows (in the coordinates the finder sees)
+        tree = ClusterTree(root.n_features, self._method, params, root_size=root.total_weight)
+        leaves = {0: root}  # leaf id -> its rows (in the coordinates the finder sees)
         found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split in those coordinates, or None
         target = math.inf if self.n_clusters is None else self.n_clusters
-        token = tokenize(X, weights, params)[:8]
+        token = tokenize(getattr(root, "token", None) or (root.X, root.weights), params)[:8]
 
         def compute(leaf_id: int) -> Hyperplane | None:
             return _valid_split(self._method, leaves[leaf_id], params, self.min_size)
@@ -134,12 +154,10 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             hp = found[leaf]
             if hp is None:
                 continue
-            data = leaves.pop(leaf)
-            below = data.project(hp.v) < hp.b
-            sizes = (data.weighted_count(below), data.weighted_count(~below))
+            left, right = leaves.pop(leaf).split(hp.v, hp.b)
+            sizes = (left.total_weight, right.total_weight)
             node = tree.add_split(leaf, self._method, self._to_original(hp, mean, scale), sizes)
-            leaves[node.children[0]] = data.take(below)
-            leaves[node.children[1]] = data.take(~below)
+            leaves[node.children[0]], leaves[node.children[1]] = left, right
             n_leaves += 1
             if parallel and n_leaves < target:
                 compute_children(node.id)

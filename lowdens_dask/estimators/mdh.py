@@ -12,8 +12,16 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import ChunkedData, InMemoryData, as_dask_array
+from ..backend.chunked import ChunkedNode
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
-from ._summary import check_summary_params, fit_in_summary_mode, is_chunked_input, use_summary_mode
+from ._summary import (
+    check_summary_params,
+    fit_exact_chunked,
+    fit_in_summary_mode,
+    is_chunked_input,
+    standardised_node,
+    use_summary_mode,
+)
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -134,23 +142,35 @@ class MDH(ClusterMixin, BaseEstimator):
         check_summary_params(self)
         if use_summary_mode(self, X):
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
+        if is_chunked_input(X):
+            return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._predict_chunked)
         X, weights = check_fit_input(self, X, sample_weight)
         self._fit_rows(X, weights)
         self.labels_ = self._predict(X)
         return self
 
     def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
+        mean = scale = None
         Z = X
         if self.standardize:
             mean, scale = standardisation(X, weights)
             Z = (X - mean) / scale
             if spread is not None:
                 spread = spread / np.mean(scale**2)
+        self._fit_data(InMemoryData(Z, weights, spread), mean, scale)
+
+    def _fit_node(self, root: ChunkedNode) -> None:
+        mean = scale = None
+        if self.standardize:
+            root, mean, scale = standardised_node(root)
+        self._fit_data(root, mean, scale)
+
+    def _fit_data(self, data, mean: np.ndarray | None, scale: np.ndarray | None) -> None:
         v0 = self.v0
         if v0 is not None and not callable(v0) and self.standardize:
             v0 = np.asarray(v0, dtype=np.float64) * (scale if np.ndim(v0) == 1 else scale[:, None])
         with single_threaded_blas():
-            hp = minimum_density_hyperplane(InMemoryData(Z, weights, spread), v0=v0, **self._pursuit_params())
+            hp = minimum_density_hyperplane(data, v0=v0, **self._pursuit_params())
         v, b = hp.v, hp.b
         if self.standardize:
             v, b = to_original_coordinates(v, b, mean, scale)

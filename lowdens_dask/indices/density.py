@@ -59,12 +59,11 @@ def _penalty(b, lo, hi, coef, eps):
 
 
 @njit(cache=True, nogil=True)
-def log_penalised_density(p, w, total, h, b, lo, hi, coef, eps, kbuf):
-    """log f_CL(b) and its first two derivatives in b, from one exact pass over the projections.
+def log_f_from_sums(shift, s0, s1, s2, total, h, b, lo, hi, coef, eps):
+    """log f_CL(b) and its first two b-derivatives from the kernel sums at b (see ``kernel_sums``).
 
-    Returns ``(log_f, d1, d2, log_I, shift, s0, side, r)``; ``kbuf`` is left holding the kernel terms.
+    Returns ``(log_f, d1, d2, log_I, shift, s0, side, r)``.
     """
-    shift, s0, s1, s2 = kernel_sums(p, w, b, h, kbuf)
     h2 = h * h
     log_i = math.log(s0) - shift - math.log(total * h * SQRT_2PI)
     dlog_i = -s1 / (s0 * h2)
@@ -77,6 +76,16 @@ def log_penalised_density(p, w, total, h, b, lo, hi, coef, eps, kbuf):
     d1 = (dens * dlog_i + pd1) / f
     d2 = (dens * d2i_over_i + pd2) / f - d1 * d1
     return math.log(f), d1, d2, log_i, shift, s0, side, r
+
+
+@njit(cache=True, nogil=True)
+def log_penalised_density(p, w, total, h, b, lo, hi, coef, eps, kbuf):
+    """log f_CL(b) and its first two derivatives in b, from one exact pass over the projections.
+
+    Returns ``(log_f, d1, d2, log_I, shift, s0, side, r)``; ``kbuf`` is left holding the kernel terms.
+    """
+    shift, s0, s1, s2 = kernel_sums(p, w, b, h, kbuf)
+    return log_f_from_sums(shift, s0, s1, s2, total, h, b, lo, hi, coef, eps)
 
 
 @njit(cache=True, nogil=True)
@@ -106,21 +115,33 @@ def _grid_extrema(vals, find_max):
 
 
 @njit(cache=True, nogil=True)
+def newton_update(d1, d2, xa, xc, b, h):
+    """One safeguarded Newton step for a zero of d1 (derivative d2) in the bracket [xa, xc] around b.
+
+    Returns ``(b_next, xa, xc, converged)``; a step that leaves the bracket is replaced by bisection.
+    """
+    if d1 > 0.0:
+        xc = min(xc, b)
+    else:
+        xa = max(xa, b)
+    bn = b - d1 / d2 if d2 > 0.0 else np.nan
+    if not (xa < bn < xc):
+        bn = 0.5 * (xa + xc)
+    return bn, xa, xc, abs(bn - b) <= B_TOL * h or xc - xa <= B_TOL * h
+
+
+#: Newton steps per refined point.
+MAX_NEWTON = 100
+
+
+@njit(cache=True, nogil=True)
 def _refine(p, w, total, h, lo, hi, coef, eps, xa, xc, b, kbuf, maximise):
     """Safeguarded Newton on d/db log f over the bracket [xa, xc]; returns the last evaluated point."""
     sgn = -1.0 if maximise else 1.0
     res = log_penalised_density(p, w, total, h, b, lo, hi, coef, eps, kbuf)
-    for _ in range(100):
-        d1 = sgn * res[1]
-        d2 = sgn * res[2]
-        if d1 > 0.0:
-            xc = min(xc, b)
-        else:
-            xa = max(xa, b)
-        bn = b - d1 / d2 if d2 > 0.0 else np.nan
-        if not (xa < bn < xc):
-            bn = 0.5 * (xa + xc)
-        if abs(bn - b) <= B_TOL * h or xc - xa <= B_TOL * h:
+    for _ in range(MAX_NEWTON):
+        bn, xa, xc, done = newton_update(sgn * res[1], sgn * res[2], xa, xc, b, h)
+        if done:
             break
         b = bn
         res = log_penalised_density(p, w, total, h, b, lo, hi, coef, eps, kbuf)
@@ -137,48 +158,72 @@ def _grid(a, c, h):
 
 
 @njit(cache=True, nogil=True)
-def minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf):
-    """Global minimiser of f_CL over b (eqs. 10-13). Returns (b, log_f, log_I, shift, s0, side, r).
-
-    ``kbuf`` is left holding the kernel terms at the returned b, ready for the gradient.
-    """
-    coef = penalty_coefficient(h, eta, eps)
+def b_search_grid(mean, std, h, alpha, eta):
+    """Grid of the b search: ``(lo, hi, a, delta, m)`` with [lo, hi] = mean -/+ alpha std and the grid
+    ``a + j delta`` (j < m) over [lo - eta, hi + eta] (Proposition 2)."""
     lo = mean - alpha * std
     hi = mean + alpha * std
     a = lo - eta
-    c = hi + eta
-    delta, m = _grid(a, c, h)
+    delta, m = _grid(a, hi + eta, h)
+    return lo, hi, a, delta, m
+
+
+@njit(cache=True, nogil=True)
+def b_candidates(kde, total, h, lo, hi, coef, eps, a, delta):
+    """Brackets ``(xa, xc, b0)`` of the grid minima of f_CL worth refining, best first.
+
+    ``kde`` holds the unnormalised binned kernel sums on the grid ``a + j delta``. Minima are ranked by
+    their binned value; where the binned density underflows to an exact-zero plateau (a gap many
+    bandwidths wide), by plateau width instead, widest first. At most MAX_CANDIDATES minima within
+    CANDIDATE_MARGIN of the best are kept.
+    """
+    m = kde.shape[0]
     norm = 1.0 / (total * h * SQRT_2PI)
-    vals = binned_kde_grid(p, w, h, a, delta, m)
+    vals = np.empty(m)
     for j in range(m):
-        vals[j] = vals[j] * norm + _penalty(a + j * delta, lo, hi, coef, eps)[0]
+        vals[j] = kde[j] * norm + _penalty(a + j * delta, lo, hi, coef, eps)[0]
     starts, stops = _grid_extrema(vals, False)
-    # Rank minima by binned value; where the binned density underflows to an exact-zero plateau (a gap
-    # many bandwidths wide), rank by plateau width instead, widest first.
     key = vals[starts].copy()
     for q in range(key.shape[0]):
         if key[q] == 0.0:
             key[q] = -float(stops[q] - starts[q] + 1)
     order = np.argsort(key)
-    best_f = np.inf
-    best_b = np.nan
-    best = (np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     vmin = vals[starts[order[0]]]
-    last_b = np.nan
-    for q in range(min(MAX_CANDIDATES, order.shape[0])):
+    out = np.empty((min(MAX_CANDIDATES, order.shape[0]), 3))
+    count = 0
+    for q in range(out.shape[0]):
         k = order[q]
         j0, j1 = starts[k], stops[k]
         if q > 0 and vals[j0] > vmin * (1.0 + CANDIDATE_MARGIN):
             break
-        xa = a + max(j0 - 2, 0) * delta
-        xc = a + min(j1 + 2, m - 1) * delta
         b0 = a + 0.5 * (j0 + j1) * delta
         if j0 == j1 and 0 < j0 < m - 1:
             fl, fm, fr = vals[j0 - 1], vals[j0], vals[j0 + 1]
             curv = fl - 2.0 * fm + fr
             if curv > 0.0:
                 b0 += 0.5 * delta * (fl - fr) / curv
-        b, res = _refine(p, w, total, h, lo, hi, coef, eps, xa, xc, b0, kbuf, False)
+        out[count, 0] = a + max(j0 - 2, 0) * delta
+        out[count, 1] = a + min(j1 + 2, m - 1) * delta
+        out[count, 2] = b0
+        count += 1
+    return out[:count]
+
+
+@njit(cache=True, nogil=True)
+def minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf):
+    """Global minimiser of f_CL over b (eqs. 10-13). Returns (b, log_f, log_I, shift, s0, side, r).
+
+    ``kbuf`` is left holding the kernel terms at the returned b, ready for the gradient.
+    """
+    coef = penalty_coefficient(h, eta, eps)
+    lo, hi, a, delta, m = b_search_grid(mean, std, h, alpha, eta)
+    cands = b_candidates(binned_kde_grid(p, w, h, a, delta, m), total, h, lo, hi, coef, eps, a, delta)
+    best_f = np.inf
+    best_b = np.nan
+    best = (np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    last_b = np.nan
+    for q in range(cands.shape[0]):
+        b, res = _refine(p, w, total, h, lo, hi, coef, eps, cands[q, 0], cands[q, 1], cands[q, 2], kbuf, False)
         last_b = b
         if res[0] < best_f:
             best_f = res[0]
@@ -190,31 +235,84 @@ def minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf)
 
 
 @njit(cache=True, nogil=True)
-def log_density_gradient(p, w, total, mean, std, h, alpha, eta, eps, b, log_f, log_i, s0, side, r, kbuf, out):
-    """d log f_CL / d p_i at fixed b (envelope theorem, eq. 26 and spec §5.5)."""
+def gradient_coefficients(total, std, h, alpha, eta, eps, log_f, log_i, s0, side, r):
+    """Coefficients ``(a_kde, c_mean, c_std)`` of d log f_CL / d p_i (eq. 26, spec §5.5), for
+    :func:`~lowdens_dask.kernels.kde.projection_gradient_weights`."""
     h2 = h * h
     if side == 0.0:
-        a_kde = 1.0 / (h2 * s0)
-        c_mean = 0.0
-        c_std = 0.0
-    else:
-        f = math.exp(log_f)
-        a_kde = math.exp(log_i - log_f) / (h2 * s0)
-        k = penalty_coefficient(h, eta, eps) * (1.0 + eps) * r**eps / f
-        denom = total - 1.0 if total > 1.0 else total
-        c_mean = -side * k / total
-        c_std = -alpha * k / (denom * std) if std > 0.0 else 0.0  # sigma is not differentiable at 0
+        return 1.0 / (h2 * s0), 0.0, 0.0
+    f = math.exp(log_f)
+    a_kde = math.exp(log_i - log_f) / (h2 * s0)
+    k = penalty_coefficient(h, eta, eps) * (1.0 + eps) * r**eps / f
+    denom = total - 1.0 if total > 1.0 else total
+    c_mean = -side * k / total
+    c_std = -alpha * k / (denom * std) if std > 0.0 else 0.0  # sigma is not differentiable at 0
+    return a_kde, c_mean, c_std
+
+
+@njit(cache=True, nogil=True)
+def log_density_gradient(p, w, total, mean, std, h, alpha, eta, eps, b, log_f, log_i, s0, side, r, kbuf, out):
+    """d log f_CL / d p_i at fixed b (envelope theorem, eq. 26 and spec §5.5)."""
+    a_kde, c_mean, c_std = gradient_coefficients(total, std, h, alpha, eta, eps, log_f, log_i, s0, side, r)
     return projection_gradient_weights(p, w, kbuf, b, mean, a_kde, c_mean, c_std, out)
 
 
 @njit(cache=True, nogil=True)
-def _projection_extrema(p, w, h, find_max):
-    """Local maxima (or minima) of the binned KDE on a grid over [min p - h, max p + h]."""
-    _, _, _, pmin, pmax = weighted_moments(p, w)
+def projection_grid(pmin, pmax, h):
+    """Grid ``(a, delta, m)`` over [min p - h, max p + h] for the mode and minimum searches."""
     a = pmin - h
     delta, m = _grid(a, pmax + h, h)
-    starts, stops = _grid_extrema(binned_kde_grid(p, w, h, a, delta, m), find_max)
-    return a, delta, m, starts, stops
+    return a, delta, m
+
+
+@njit(cache=True, nogil=True)
+def mode_brackets(kde, a, delta, b):
+    """Brackets ``(xa, xc, x0)`` of the binned-KDE modes nearest to b on the left (row 0) and on the
+    right (row 1); a row of NaN where that side has no mode."""
+    m = kde.shape[0]
+    starts, stops = _grid_extrema(kde, True)
+    left = -1
+    right = -1
+    for q in range(starts.shape[0]):
+        x = a + 0.5 * (starts[q] + stops[q]) * delta
+        if x < b:
+            left = q
+        elif right < 0:
+            right = q
+    out = np.full((2, 3), np.nan)
+    for side in range(2):
+        q = left if side == 0 else right
+        if q >= 0:
+            j0, j1 = starts[q], stops[q]
+            out[side, 0] = a + max(j0 - 2, 0) * delta
+            out[side, 1] = a + min(j1 + 2, m - 1) * delta
+            out[side, 2] = a + 0.5 * (j0 + j1) * delta
+    return out
+
+
+@njit(cache=True, nogil=True)
+def minimum_brackets(kde, a, delta):
+    """Brackets ``(xa, xc, x0)`` of the interior local minima of the binned KDE, left to right."""
+    m = kde.shape[0]
+    starts, stops = _grid_extrema(kde, False)
+    out = np.empty((starts.shape[0], 3))
+    count = 0
+    for q in range(starts.shape[0]):
+        j0, j1 = starts[q], stops[q]
+        if j0 == 0 or j1 == m - 1:
+            continue
+        out[count, 0] = a + (j0 - 1) * delta
+        out[count, 1] = a + (j1 + 1) * delta
+        out[count, 2] = a + 0.5 * (j0 + j1) * delta
+        count += 1
+    return out[:count]
+
+
+@njit(cache=True, nogil=True)
+def _projection_kde(p, w, h):
+    _, _, _, pmin, pmax = weighted_moments(p, w)
+    a, delta, m = projection_grid(pmin, pmax, h)
+    return binned_kde_grid(p, w, h, a, delta, m), a, delta
 
 
 @njit(cache=True, nogil=True)
@@ -224,26 +322,16 @@ def adjacent_modes(p, w, total, h, b, kbuf):
     Modes are located on a binned grid over [min p, max p] and polished by Newton steps on the
     exact kernel sums. Returns ``(log_I_left, x_left, log_I_right, x_right)``.
     """
-    a, delta, m, starts, stops = _projection_extrema(p, w, h, True)
-    left = -1
-    right = -1
-    for q in range(starts.shape[0]):
-        x = a + 0.5 * (starts[q] + stops[q]) * delta
-        if x < b:
-            left = q
-        elif right < 0:
-            right = q
+    kde, a, delta = _projection_kde(p, w, h)
+    brackets = mode_brackets(kde, a, delta, b)
     out = np.full(4, -np.inf)
     out[1] = np.nan
     out[3] = np.nan
     for side in range(2):
-        q = left if side == 0 else right
-        if q < 0:
+        xa, xc, x0 = brackets[side]
+        if np.isnan(x0):
             continue
-        j0, j1 = starts[q], stops[q]
-        xa = a + max(j0 - 2, 0) * delta
-        xc = a + min(j1 + 2, m - 1) * delta
-        x, res = _refine(p, w, total, h, -np.inf, np.inf, 0.0, 0.0, xa, xc, a + 0.5 * (j0 + j1) * delta, kbuf, True)
+        x, res = _refine(p, w, total, h, -np.inf, np.inf, 0.0, 0.0, xa, xc, x0, kbuf, True)
         out[2 * side] = res[3]
         out[2 * side + 1] = x
     return out[0], out[1], out[2], out[3]
@@ -256,20 +344,23 @@ def lowest_density_minimum(p, w, total, h, kbuf):
     Grid minima of the binned KDE over [min p, max p] are each polished by Newton steps on the
     exact kernel sums (dePDDP, Tasoulis, Tasoulis & Plagianakos 2010).
     """
-    a, delta, m, starts, stops = _projection_extrema(p, w, h, False)
+    kde, a, delta = _projection_kde(p, w, h)
+    brackets = minimum_brackets(kde, a, delta)
     best_b = np.nan
     best = np.inf
-    for q in range(starts.shape[0]):
-        j0, j1 = starts[q], stops[q]
-        if j0 == 0 or j1 == m - 1:
-            continue
-        xa = a + (j0 - 1) * delta
-        xc = a + (j1 + 1) * delta
-        x, res = _refine(p, w, total, h, -np.inf, np.inf, 0.0, 0.0, xa, xc, a + 0.5 * (j0 + j1) * delta, kbuf, False)
+    for q in range(brackets.shape[0]):
+        xa, xc, x0 = brackets[q]
+        x, res = _refine(p, w, total, h, -np.inf, np.inf, 0.0, 0.0, xa, xc, x0, kbuf, False)
         if res[3] < best:
             best = res[3]
             best_b = x
     return best_b, best
+
+
+def relative_depth_from_logs(log_b: float, log_left: float, log_right: float) -> float:
+    """Relative depth (eq. 30) from the log density at b and at the adjacent modes (0 if b does not
+    separate two modes)."""
+    return max(math.exp(min(log_left, log_right) - log_b) - 1.0, 0.0)
 
 
 class DensitySplit(NamedTuple):
@@ -323,8 +414,7 @@ class MinimumDensityIndex:
         """Relative depth (eq. 30) with the modes adjacent to b; 0 when b does not separate two modes."""
         log_b = self.log_density(p, w, b)
         log_l, _, log_r, _ = adjacent_modes(p, w, float(w.sum()), self.h, float(b), np.empty_like(p))
-        depth = math.exp(min(log_l, log_r) - log_b) - 1.0
-        return max(depth, 0.0)
+        return relative_depth_from_logs(log_b, log_l, log_r)
 
     @staticmethod
     def is_interior(split: DensitySplit) -> bool:

@@ -17,6 +17,8 @@ import numpy as np
 from numba import njit
 
 SQRT_2PI = math.sqrt(2.0 * math.pi)
+#: Kernel sums at or below this are treated as underflowed and recomputed with a log-domain shift.
+UNDERFLOW = 1e-200
 #: Binned kernel sums are truncated at this many bandwidths.
 BINNED_RADIUS = 8.0
 
@@ -50,18 +52,16 @@ def weighted_moments(p, w):
 
 
 @njit(cache=True, nogil=True)
-def binned_kde_grid(p, w, h, x0, delta, m):
-    """Unnormalised Gaussian kernel sums at the grid ``x0 + j * delta`` (j < m), by linear binning.
+def binned_radius(h, delta):
+    """Cells each side of a grid point that the truncated kernel (8 h) reaches."""
+    return int(math.ceil(BINNED_RADIUS * h / delta))
 
-    The points are linearly binned onto the grid extended by ``ceil(8 h / delta)`` cells on each side,
-    then convolved with the kernel truncated at 8 h. Points farther out are ignored; their
-    contribution is below exp(-32) of a single kernel peak.
-    Returns ``sum_i w_i K(x_j - p_i)`` approximately, for each grid point j.
-    """
-    r = int(math.ceil(BINNED_RADIUS * h / delta))
-    big = m + 2 * r
-    start = x0 - r * delta
-    counts = np.zeros(big)
+
+@njit(cache=True, nogil=True)
+def linear_binning(p, w, start, delta, counts):
+    """Add each weight to the two nearest cells of the grid ``start + j * delta`` (j < len(counts)),
+    in proportion to proximity (linear binning). Points off the grid are ignored."""
+    big = counts.shape[0]
     inv = 1.0 / delta
     for i in range(p.shape[0]):
         t = (p[i] - start) * inv
@@ -72,6 +72,13 @@ def binned_kde_grid(p, w, h, x0, delta, m):
         counts[j] += w[i] * (1.0 - f)
         if j + 1 < big:
             counts[j + 1] += w[i] * f
+    return counts
+
+
+@njit(cache=True, nogil=True)
+def convolve_binned(counts, h, delta, r):
+    """Kernel sums at the ``len(counts) - 2 r`` inner cells of a binned grid (kernel truncated at r cells)."""
+    m = counts.shape[0] - 2 * r
     kern = np.empty(r + 1)
     c = 0.5 * (delta / h) ** 2
     for k in range(r + 1):
@@ -84,6 +91,21 @@ def binned_kde_grid(p, w, h, x0, delta, m):
             s += kern[k] * (counts[jj - k] + counts[jj + k])
         out[j] = s
     return out
+
+
+@njit(cache=True, nogil=True)
+def binned_kde_grid(p, w, h, x0, delta, m):
+    """Unnormalised Gaussian kernel sums at the grid ``x0 + j * delta`` (j < m), by linear binning.
+
+    The points are linearly binned onto the grid extended by ``ceil(8 h / delta)`` cells on each side,
+    then convolved with the kernel truncated at 8 h. Points farther out are ignored; their
+    contribution is below exp(-32) of a single kernel peak. Chunked data bin each chunk with
+    :func:`linear_binning`, add the counts and convolve once.
+    Returns ``sum_i w_i K(x_j - p_i)`` approximately, for each grid point j.
+    """
+    r = binned_radius(h, delta)
+    counts = linear_binning(p, w, x0 - r * delta, delta, np.zeros(m + 2 * r))
+    return convolve_binned(counts, h, delta, r)
 
 
 # exp(x) = 2^k exp(r), |r| <= ln2/2, with exp(r) by its Taylor series to r^13 (truncation < 2e-16).
@@ -132,42 +154,52 @@ def exp_nonpositive(x, out):
 
 
 @njit(cache=True, nogil=True)
+def kernel_terms(p, w, b, h, shift, kbuf):
+    """``kbuf[i] = w_i exp(shift - (b - p_i)**2 / (2 h**2))``; returns ``(S0, S1, S2, D)`` with
+    ``Sk = sum_i kbuf_i (b - p_i)**k``. When S0 underflows (<= UNDERFLOW), D is the smallest
+    ``(b - p_i)**2`` over points of positive weight, else inf: a sum over chunks underflows only if
+    every chunk's does, so the minimum of D over chunks is then the global one."""
+    n = p.shape[0]
+    inv = 0.5 / (h * h)
+    expo = np.empty(n)  # a separate buffer: exp_nonpositive does not vectorise in place
+    for i in range(n):
+        u = b - p[i]
+        expo[i] = shift - u * u * inv
+    exp_nonpositive(expo, kbuf)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(n):
+        u = b - p[i]
+        k = w[i] * kbuf[i]
+        kbuf[i] = k
+        s0 += k
+        s1 += k * u
+        s2 += k * u * u
+    d = np.inf
+    if s0 <= UNDERFLOW:
+        for i in range(n):
+            u = b - p[i]
+            if w[i] > 0.0 and u * u < d:
+                d = u * u
+    return s0, s1, s2, d
+
+
+@njit(cache=True, nogil=True)
 def kernel_sums(p, w, b, h, kbuf):
     """Exact kernel sums at ``b``: ``(shift, S0, S1, S2)`` with ``Sk = sum_i w_i u_i**k K~_i``.
 
     Here ``u_i = b - p_i`` and ``K~_i = exp(shift - u_i**2 / (2 h**2))``: the terms are scaled by
     ``exp(shift)`` so that the sums do not underflow when every point is many bandwidths away from
     ``b`` (log-domain evaluation, needed for the small-bandwidth limit of seed-mdh §3). ``shift`` is 0
-    unless the plain sum underflows. ``kbuf[i]`` receives ``w_i K~_i`` for the gradient pass.
+    unless the plain sum underflows; then it is D / (2 h²) with D the squared distance from b to the
+    nearest point. ``kbuf[i]`` receives ``w_i K~_i`` for the gradient pass.
     """
-    n = p.shape[0]
-    inv = 0.5 / (h * h)
-    shift = 0.0
-    expo = np.empty(n)  # a separate buffer: exp_nonpositive does not vectorise in place
-    for _ in range(2):
-        for i in range(n):
-            u = b - p[i]
-            expo[i] = shift - u * u * inv
-        exp_nonpositive(expo, kbuf)
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        for i in range(n):
-            u = b - p[i]
-            k = w[i] * kbuf[i]
-            kbuf[i] = k
-            s0 += k
-            s1 += k * u
-            s2 += k * u * u
-        if s0 > 1e-200:
-            break
-        # Underflow: rescale by the nearest point of positive weight.
-        m = np.inf
-        for i in range(n):
-            u = b - p[i]
-            if w[i] > 0.0 and u * u < m:
-                m = u * u
-        shift = m * inv
+    s0, s1, s2, d = kernel_terms(p, w, b, h, 0.0, kbuf)
+    if s0 > UNDERFLOW:
+        return 0.0, s0, s1, s2
+    shift = d * (0.5 / (h * h))
+    s0, s1, s2, d = kernel_terms(p, w, b, h, shift, kbuf)
     return shift, s0, s1, s2
 
 

@@ -6,7 +6,7 @@ the scaled identity; the memory only bounds the cost (O(m d) per iteration inste
 
 # SPDX-License-Identifier: BSD-3-Clause
 
-from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -62,19 +62,13 @@ class LBFGSMemory:
         return two_loop_direction(g, self.S, self.Y, self.rho, self.count, self.newest, self.gamma)
 
 
-def lbfgs(
-    fun: Callable[[np.ndarray], tuple[float, np.ndarray]],
-    x: np.ndarray,
-    f: float,
-    g: np.ndarray,
-    memory: LBFGSMemory,
-    maxiter: int,
-    ftol: float,
-) -> tuple[np.ndarray, float, np.ndarray]:
-    """Minimise ``fun`` from ``x`` (value ``f``, gradient ``g`` known); updates ``memory`` in place.
+def lbfgs_steps(x: np.ndarray, f: float, g: np.ndarray, info: Any, memory: LBFGSMemory, maxiter: int, ftol: float):
+    """Minimise from ``x`` (value ``f``, gradient ``g``, evaluation record ``info``), as a coroutine.
 
-    Stops after ``maxiter`` iterations or when an iteration lowers f by at most ``ftol``. The
-    objective's last evaluation is at the returned point unless a line search failed.
+    Yields each trial point and receives ``(f, g, info)`` for it, so that a caller can evaluate
+    several independent minimisations in one batch (see ``pursuit.hyperplanes``). Updates ``memory``
+    in place. Stops after ``maxiter`` iterations or when an iteration lowers f by at most ``ftol``.
+    Returns ``(x, f, g, info)`` of the final point.
     """
     for _ in range(maxiter):
         gnorm = float(np.sqrt(g @ g))
@@ -89,38 +83,38 @@ def lbfgs(
             memory.count = 0
             d = g * (-FIRST_STEP * float(np.sqrt(x @ x)) / gnorm)
             slope = float(g @ d)
-        step = _weak_wolfe(fun, x, f, slope, d)
+        step = yield from _weak_wolfe(x, f, slope, d)
         if step is None:
             memory.count = 0
-            return x, f, g
-        x_new, f_new, g_new = step
+            break
+        x_new, f_new, g_new, info_new = step
         s = x_new - x
         y = g_new - g
         sy = float(s @ y)
         if sy > 1e-12 * float(np.sqrt((s @ s) * (y @ y))):
             memory.push(s, y, sy)
         decrease = f - f_new
-        x, f, g = x_new, f_new, g_new
+        x, f, g, info = x_new, f_new, g_new, info_new
         if decrease <= ftol:
             break
-    return x, f, g
+    return x, f, g, info
 
 
-def _weak_wolfe(fun, x, f, slope, d):
+def _weak_wolfe(x, f, slope, d):
     """Bracketing line search for the weak Wolfe conditions (Lewis & Overton, Math. Program. 2013).
 
     Doubles the step while it is too short (curvature condition fails) and bisects once it is too long
-    (sufficient decrease fails). Returns ``(x_new, f_new, g_new)`` or None if no step was found.
+    (sufficient decrease fails). Returns ``(x_new, f_new, g_new, info_new)`` or None if no step was found.
     """
     lo, hi, t = 0.0, np.inf, 1.0
     for _ in range(MAX_LINE_SEARCH):
         x_new = x + t * d
-        f_new, g_new = fun(x_new)
+        f_new, g_new, info_new = yield x_new
         if not f_new <= f + ARMIJO_C1 * t * slope:
             hi = t
         elif float(g_new @ d) < CURVATURE_C2 * slope:
             lo = t
         else:
-            return x_new, f_new, g_new
+            return x_new, f_new, g_new, info_new
         t = 0.5 * (lo + hi) if np.isfinite(hi) else 2.0 * lo
-    return (x_new, f_new, g_new) if f_new < f else None
+    return (x_new, f_new, g_new, info_new) if f_new < f else None

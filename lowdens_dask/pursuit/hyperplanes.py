@@ -17,8 +17,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..backend import InMemoryData
-from ..indices import MinimumDensityIndex, lowest_density_minimum
-from ._bfgs import LBFGSMemory, lbfgs
+from ..indices import DensitySplit, MinimumDensityIndex, lowest_density_minimum
+from ..indices import density_passes as passes
+from ..indices.density import relative_depth_from_logs
+from ._bfgs import LBFGSMemory, lbfgs_steps
 
 #: Curvature pairs kept by L-BFGS: at least one alpha stage, so each stage's steps are BFGS steps.
 LBFGS_MEMORY = 50
@@ -60,9 +62,13 @@ def _bandwidth(bandwidth, data, sigma_pc1: float) -> float:
     return h
 
 
-def _side_weights(data, p: np.ndarray, b: float) -> tuple[float, float]:
-    left = data.weighted_count(p < b)
-    return left, data.total_weight - left
+class _Evaluation(NamedTuple):
+    """What the pursuit keeps of one objective evaluation."""
+
+    u: np.ndarray  #: unit direction
+    split: DensitySplit  #: b search result on the centred projections
+    p: np.ndarray | None = None  #: the centred projections (in memory)
+    moments: np.ndarray | None = None  #: (total, mean, std, min, max) of the projections (chunked)
 
 
 class _ProjectionObjective:
@@ -83,10 +89,133 @@ class _ProjectionObjective:
         p -= self.mean @ u
         split = self.index.evaluate(p, self.data.weights, alpha, self.grad_p)
         xg = self.data.backproject(self.grad_p) - self.mean * self.grad_p.sum()
-        grad = (xg - u * (u @ xg)) / norm
         self.n_evaluations += 1
-        self.last = (v, u, p, split)
-        return split.log_f, grad
+        self.last = _Evaluation(u, split, p)
+        return split.log_f, _direction_gradient(xg, u, norm)
+
+    def answer(self, request, min_size: float):
+        """Answer one request of :func:`_continuation`."""
+        if request[0] == "evaluate":
+            f, g = self(request[1], request[2])
+            return f, g, self.last
+        ev = request[1]
+        left = self.data.weighted_count(ev.p < ev.split.b)
+        if min(left, self.data.total_weight - left) < min_size:
+            return None
+        return self.index.relative_depth(ev.p, self.data.weights, ev.split.b)
+
+
+def _direction_gradient(xg: np.ndarray, u: np.ndarray, norm: float) -> np.ndarray:
+    """Gradient in v of an index of the projections on u = v / |v|, from ``xg = X_c.T @ dindex/dp``."""
+    return (xg - u * (u @ xg)) / norm
+
+
+class _ChunkedObjective:
+    """The same objective over chunked data: the restarts' evaluations are answered together, one
+    pass over the node's rows per step for all of them (projections as one ``X @ V`` block)."""
+
+    def __init__(self, data, index: MinimumDensityIndex):
+        self.data = data
+        self.index = index
+        self.mean = data.mean()
+        self.n_evaluations = 0
+
+    def answer_batch(self, requests: list, min_size: float) -> list:
+        answers = [None] * len(requests)
+        for kind, answer in (("evaluate", self._evaluate), ("accept", self._accept)):
+            todo = [q for q, r in enumerate(requests) if r[0] == kind]
+            if todo:
+                for q, a in zip(todo, answer([requests[q] for q in todo], min_size)):
+                    answers[q] = a
+        return answers
+
+    def _evaluate(self, requests: list, min_size: float) -> list:
+        V = np.column_stack([r[1] for r in requests])
+        alphas = [r[2] for r in requests]
+        norms = np.sqrt((V * V).sum(axis=0))
+        U = V / norms
+        index = self.index
+        proj = self.data.projections(U, self.mean @ U)
+        mom = passes.projection_moments(proj)
+        found = passes.minimise_penalised_density(proj, mom, index.h, alphas, index.eta, index.eps)
+        XtG, sum_g = passes.gradient(proj, mom, index.h, alphas, index.eta, index.eps, found)
+        self.n_evaluations += len(requests)
+        out = []
+        for j, (b, log_f, log_i, *_) in enumerate(found):
+            split = DensitySplit(b, log_f, log_i, mom[j, 1] - alphas[j] * mom[j, 2], mom[j, 1] + alphas[j] * mom[j, 2])
+            grad = _direction_gradient(XtG[:, j] - self.mean * sum_g[j], U[:, j], norms[j])
+            out.append((log_f, grad, _Evaluation(U[:, j].copy(), split, moments=mom[j : j + 1])))
+        return out
+
+    def _accept(self, requests: list, min_size: float) -> list:
+        evs = [r[1] for r in requests]
+        U = np.column_stack([ev.u for ev in evs])
+        proj = self.data.projections(U, self.mean @ U)
+        mom = np.vstack([ev.moments for ev in evs])
+        stats = passes.split_statistics(proj, mom, self.index.h, [ev.split.b for ev in evs])
+        out = []
+        for (below, log_b, log_mode), ev in zip(stats, evs):
+            if min(below, self.data.total_weight - below) < min_size:
+                out.append(None)
+            else:
+                out.append(relative_depth_from_logs(log_b, log_mode, log_mode))
+        return out
+
+
+def _continuation(v: np.ndarray, alphas, maxiter: int, ftol: float):
+    """Alpha continuation from one start (§5.1.1), as a coroutine over the objective.
+
+    Yields ``("evaluate", v, alpha)`` and receives ``(f, grad, evaluation)``; yields ``("accept",
+    evaluation)`` at the end of a stage whose b is interior and receives the relative depth, or None if a
+    side holds less than min_size. Returns ``(u, split, alpha, relative depth, valid)``.
+    """
+    kept = None
+    memory = LBFGSMemory(v.size, min(LBFGS_MEMORY, maxiter))
+    for alpha in alphas:
+        f, g, ev = yield ("evaluate", v, alpha)
+        steps = lbfgs_steps(v, f, g, ev, memory, maxiter, ftol)
+        try:
+            x = next(steps)
+            while True:
+                x = steps.send((yield ("evaluate", x, alpha)))
+        except StopIteration as stop:
+            v, f, g, ev = stop.value
+        if MinimumDensityIndex.is_interior(ev.split):
+            depth = yield ("accept", ev)
+            if depth is not None and depth > 0:
+                kept = (ev.u.copy(), ev.split, float(alpha), depth, True)
+    if kept is None:
+        kept = (ev.u.copy(), ev.split, float(alphas[-1]), 0.0, False)
+    return kept
+
+
+def _run_serially(coroutines: list, answer: Callable) -> list:
+    """Run each coroutine to the end in turn, answering its requests one at a time."""
+    results = []
+    for co in coroutines:
+        try:
+            request = next(co)
+            while True:
+                request = co.send(answer(request))
+        except StopIteration as stop:
+            results.append(stop.value)
+    return results
+
+
+def _run_together(coroutines: list, answer_batch: Callable) -> list:
+    """Run coroutines in lockstep, answering the pending requests of all of them in one batch."""
+    results = [None] * len(coroutines)
+    pending = {q: next(co) for q, co in enumerate(coroutines)}
+    while pending:
+        keys = list(pending)
+        answers = answer_batch([pending[q] for q in keys])
+        for q, a in zip(keys, answers):
+            try:
+                pending[q] = coroutines[q].send(a)
+            except StopIteration as stop:
+                results[q] = stop.value
+                del pending[q]
+    return results
 
 
 def minimum_density_hyperplane(
@@ -125,12 +254,17 @@ def minimum_density_hyperplane(
         )
     starts = _starting_directions(v0, data, vecs)
     index = MinimumDensityIndex(h, eta, eps)
-    objective = _ProjectionObjective(data, index)
-    best = None
-    for v_start in starts:
-        found = _pursue(objective, v_start, alphas, maxiter, ftol, min_size)
-        if best is None or found[3] > best[3]:
-            best = found
+    coroutines = [_continuation(v, alphas, maxiter, ftol) for v in starts]
+    if hasattr(data, "projections"):  # chunked: all starts share each pass over the data
+        objective = _ChunkedObjective(data, index)
+        found = _run_together(coroutines, lambda requests: objective.answer_batch(requests, min_size))
+    else:
+        objective = _ProjectionObjective(data, index)
+        found = _run_serially(coroutines, lambda request: objective.answer(request, min_size))
+    best = found[0]
+    for result in found[1:]:
+        if result[3] > best[3]:
+            best = result
     u, split, alpha, depth, valid = best
     params = {"bandwidth": h, "alpha": alpha, "eta": eta, "eps": eps}
     v, b = _canonical(u, split.b + float(objective.mean @ u))
@@ -164,38 +298,16 @@ def _starting_directions(v0, data, vecs: np.ndarray) -> list[np.ndarray]:
     return [v0[:, j] / norms[j] for j in range(v0.shape[1])]
 
 
-def _pursue(objective: _ProjectionObjective, v: np.ndarray, alphas, maxiter, ftol, min_size):
-    """Alpha continuation from one start; returns (u, split, alpha, relative depth, valid)."""
-    data = objective.data
-    index = objective.index
-    kept = None
-    memory = LBFGSMemory(v.size, min(LBFGS_MEMORY, maxiter))
-    for alpha in alphas:
-        fun = lambda x, a=alpha: objective(x, a)
-        f, g = fun(v)
-        v, f, g = lbfgs(fun, v, f, g, memory, maxiter, ftol)
-        if objective.last[0] is not v:
-            fun(v)
-        _, u, p, split = objective.last
-        if index.is_interior(split):
-            left, right = _side_weights(data, p, split.b)
-            if min(left, right) >= min_size:
-                depth = index.relative_depth(p, data.weights, split.b)
-                if depth > 0:
-                    kept = (u.copy(), split, float(alpha), depth, True)
-    if kept is None:
-        _, u, _, split = objective.last
-        kept = (u.copy(), split, float(alphas[-1]), 0.0, False)
-    return kept
-
-
 def pddp_hyperplane(data, *, min_size: float = 1) -> Hyperplane:
     """PDDP (Boley 1998): the first principal direction, split at the mean of the projections."""
     _, vecs = data.leading_eigenvectors(1)
     u = vecs[:, 0]
-    p = data.project(u)
     b = float(data.mean() @ u)
-    left, right = _side_weights(data, p, b)
+    if hasattr(data, "projections"):
+        _, (left,) = passes.binned_kdes(data.projections(u), 1.0, [], [(0, b)])
+    else:
+        left = data.weighted_count(data.project(u) < b)
+    right = data.total_weight - left
     return Hyperplane(u, b, min(left, right) >= min_size, math.nan, math.nan, {})
 
 
@@ -210,13 +322,22 @@ def depddp_hyperplane(data, *, bandwidth: float | str | Callable | None = None, 
     if vals[0] == 0:
         return _no_split(data, u)
     h = _bandwidth(bandwidth, data, math.sqrt(vals[0]))
-    p = data.project(u)
-    b, log_i = lowest_density_minimum(p, data.weights, data.total_weight, h, np.empty_like(p))
+    if hasattr(data, "projections"):
+        proj = data.projections(u)
+        mom = passes.projection_moments(proj)
+        b, log_i = passes.lowest_density_minimum(proj, mom, h)
+        if math.isfinite(b):
+            ((left, log_b, log_mode),) = passes.split_statistics(proj, mom, h, [b])
+            depth = relative_depth_from_logs(log_b, log_mode, log_mode)
+    else:
+        p = data.project(u)
+        b, log_i = lowest_density_minimum(p, data.weights, data.total_weight, h, np.empty_like(p))
+        if math.isfinite(b):
+            left = data.weighted_count(p < b)
+            depth = MinimumDensityIndex(h).relative_depth(p, data.weights, b)
     if not math.isfinite(b):
         return Hyperplane(u, math.nan, False, math.nan, 0.0, {"bandwidth": h})
-    left, right = _side_weights(data, p, b)
-    index = MinimumDensityIndex(h)
-    depth = index.relative_depth(p, data.weights, b)
+    right = data.total_weight - left
     return Hyperplane(u, float(b), min(left, right) >= min_size, math.exp(log_i), depth, {"bandwidth": h})
 
 
@@ -234,6 +355,6 @@ def find_hyperplane(method: str, data, **params: Any) -> Hyperplane:
         splitter = SPLITTERS[method]
     except KeyError:
         raise ValueError(f"Unknown split method {method!r}; known methods: {sorted(SPLITTERS)}.") from None
-    if not hasattr(data, "project"):
+    if not hasattr(data, "leading_eigenvectors"):
         data = InMemoryData(np.asarray(data, dtype=np.float64))
     return splitter(data, **params)
