@@ -1,0 +1,160 @@
+"""Exact mode on chunked data: every index evaluation is a map over chunks and a tree reduction, and the
+fit equals the in-memory fit whatever the chunking."""
+
+import math
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+
+from lowdens_dask import MDH, PDDP, DePDDP, MDHClustering
+from lowdens_dask.backend import InMemoryData
+from lowdens_dask.backend.chunked import ChunkedNode
+from lowdens_dask.datasets import load_dataset
+from lowdens_dask.indices import density, density_passes
+from lowdens_dask.kernels.kde import weighted_moments
+from lowdens_dask.pursuit import minimum_density_hyperplane
+
+
+def bimodal(n=3000, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[: n // 3, 0] += 5.0
+    X[: n // 3, 1] -= 2.0
+    return X
+
+
+def chunked_projections(p, chunks):
+    """Projections of a 1-column chunked array onto e_1: the chunked form of p."""
+    node = ChunkedNode(da.from_array(p[:, None], chunks=(chunks, 1)))
+    return node.projections(np.ones((1, 1)))
+
+
+@pytest.fixture(autouse=True)
+def local_threads():
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.mark.parametrize("chunks", [97, 1000, 5000])
+@pytest.mark.parametrize("alpha", [0.05, 0.6])
+def test_chunked_b_search_and_gradient_equal_the_in_memory_index(chunks, alpha):
+    rng = np.random.default_rng(chunks)
+    p = np.concatenate([rng.normal(-2.0, 0.7, 2000), rng.normal(1.5, 1.0, 3000)])
+    w = np.ones_like(p)
+    h, eta, eps = 0.25, 1e-2, 1 - 1e-6
+    total, mean, std, pmin, pmax = weighted_moments(p, w)
+    kbuf = np.empty_like(p)
+    ref = density.minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf)
+    grad_ref = density.log_density_gradient(p, w, total, mean, std, h, alpha, eta, eps, *ref[:3], *ref[4:], kbuf, np.empty_like(p))
+
+    proj = chunked_projections(p, chunks)
+    mom = density_passes.projection_moments(proj)
+    np.testing.assert_allclose(mom[0], [total, mean, std, pmin, pmax], rtol=1e-12, atol=1e-14)
+    (found,) = density_passes.minimise_penalised_density(proj, mom, h, [alpha], eta, eps)
+    assert found[0] == pytest.approx(ref[0], rel=1e-9, abs=1e-9 * h)
+    np.testing.assert_allclose(found[1:], ref[1:], rtol=1e-9, atol=1e-12)
+    # X = p as a column, so X.T @ g is the sum of g * p and the sum of g is returned alongside
+    xg, sum_g = density_passes.gradient(proj, mom, h, [alpha], eta, eps, [found])
+    assert xg[0, 0] == pytest.approx(grad_ref @ p, rel=1e-8)
+    assert sum_g[0] == pytest.approx(grad_ref.sum(), rel=1e-8, abs=1e-10)
+
+    (below, log_b, log_mode), = density_passes.split_statistics(proj, mom, h, [found[0]])
+    left, _, right, _ = density.adjacent_modes(p, w, total, h, found[0], kbuf)
+    assert below == (p < found[0]).sum()
+    assert log_mode == pytest.approx(min(left, right), rel=1e-10)
+    assert log_b == pytest.approx(found[2], rel=1e-10)
+
+
+def test_chunked_kernel_sums_use_the_log_domain_shift_when_the_sum_underflows():
+    p = np.concatenate([np.full(50, -40.0), np.full(50, 40.0)])
+    proj = chunked_projections(p, 30)
+    ((shift, s0, s1, s2),) = density_passes.kernel_sums_at(proj, 0.5, [0], [0.0])
+    assert shift == pytest.approx(40.0**2 / (2 * 0.25))
+    assert s0 == pytest.approx(100.0) and s1 == pytest.approx(0.0, abs=1e-9)
+    assert s2 == pytest.approx(100 * 1600.0)
+
+
+@pytest.mark.parametrize("chunks", [331, 1000, 3000])
+def test_exact_mode_on_a_dask_array_gives_the_in_memory_hyperplane(chunks):
+    X = bimodal()
+    ref = minimum_density_hyperplane(InMemoryData(X))
+    hp = minimum_density_hyperplane(ChunkedNode(da.from_array(X, chunks=(chunks, X.shape[1]))))
+    np.testing.assert_allclose(hp.v, ref.v, rtol=1e-6, atol=1e-9)
+    assert hp.b == pytest.approx(ref.b, rel=1e-6, abs=1e-9)
+    assert hp.relative_depth == pytest.approx(ref.relative_depth, rel=1e-6)
+    assert hp.params["alpha"] == ref.params["alpha"]
+    assert hp.params["bandwidth"] == pytest.approx(ref.params["bandwidth"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MDHClustering(n_clusters=3, standardize=True),
+        lambda: PDDP(n_clusters=4),
+        lambda: DePDDP(n_clusters=3),
+        lambda: MDH(),
+    ],
+    ids=["mdhclustering", "pddp", "depddp", "mdh"],
+)
+@pytest.mark.parametrize("chunks", [150, 683])
+def test_estimators_in_exact_mode_match_in_memory_fits(make, chunks):
+    X, _ = load_dataset("breastcancer", return_X_y=True)
+    ref = make().fit(X)
+    model = make().set_params(mode="exact").fit(da.from_array(X, chunks=(chunks, X.shape[1])))
+    np.testing.assert_array_equal(model.labels_.compute(), ref.labels_)
+    if hasattr(ref, "tree_"):
+        assert model.tree_.n_leaves == ref.tree_.n_leaves
+        for a, b in zip(model.tree_, ref.tree_):
+            if not a.is_leaf:
+                np.testing.assert_allclose(a.v, b.v, rtol=1e-6, atol=1e-9)
+                assert a.b == pytest.approx(b.b, rel=1e-6, abs=1e-9)
+                assert a.size == b.size
+    else:
+        np.testing.assert_allclose(model.v_, ref.v_, rtol=1e-6, atol=1e-9)
+
+
+def test_exact_mode_on_a_local_cluster_from_zarr(tmp_path):
+    X = bimodal(n=4000, d=4, seed=3)
+    X[7, 2] = np.nan
+    zarr.create_array(str(tmp_path / "x.zarr"), data=X, chunks=(900, 4))
+    finite = np.isfinite(X).all(axis=1)
+    ref = MDHClustering(n_clusters=2).fit(X[finite])
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster):
+            model = MDHClustering(n_clusters=2, mode="exact")
+            with pytest.raises(ValueError, match="1 of 4000 rows with NaN"):
+                model.fit(str(tmp_path / "x.zarr"))
+            model.set_params(nonfinite="skip", labels_store=str(tmp_path / "labels.zarr")).fit(str(tmp_path / "x.zarr"))
+    labels = zarr.open_array(str(tmp_path / "labels.zarr"), mode="r")[:]
+    assert labels[7] == -1 and model.n_nonfinite_ == 1
+    np.testing.assert_array_equal(labels[finite], ref.labels_)
+    root, ref_root = model.tree_.root, ref.tree_.root
+    np.testing.assert_allclose(root.v, ref_root.v, rtol=1e-6, atol=1e-9)
+
+
+def test_exact_mode_rejects_what_needs_rows_in_memory():
+    dX = da.from_array(bimodal(n=500), chunks=(100, 5))
+    with pytest.raises(ValueError, match="callable bandwidth"):
+        MDH(mode="exact", bandwidth=lambda X: 0.3).fit(dX)
+    with pytest.raises(ValueError, match="sample_weight"):
+        MDH(mode="exact").fit(dX, sample_weight=np.ones(500))
+    with pytest.raises(ValueError, match="mode must be"):
+        MDH(mode="fast").fit(dX)
+
+
+def test_chunked_node_statistics_match_numpy():
+    X = bimodal(n=1000, d=3)
+    node = ChunkedNode(da.from_array(X, chunks=(130, 3)))
+    np.testing.assert_allclose(node.mean(), X.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(node.scatter_matrix(), (X - X.mean(0)).T @ (X - X.mean(0)), rtol=1e-10)
+    vals, vecs = node.leading_eigenvectors(2)
+    ref_vals, ref_vecs = InMemoryData(X).leading_eigenvectors(2)
+    np.testing.assert_allclose(vals, ref_vals, rtol=1e-10)
+    np.testing.assert_allclose(vecs, ref_vecs, atol=1e-10)
+    left, right = node.split(np.array([1.0, 0.0, 0.0]), 2.5)
+    assert (left.n_samples, right.n_samples) == ((X[:, 0] < 2.5).sum(), (X[:, 0] >= 2.5).sum())
+    assert math.isclose(left.total_scatter(), ((X[X[:, 0] < 2.5] - X[X[:, 0] < 2.5].mean(0)) ** 2).sum(), rel_tol=1e-10)
