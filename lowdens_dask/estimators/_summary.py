@@ -23,6 +23,7 @@ array inside a group) are fitted in summary mode:
 from __future__ import annotations
 
 import functools
+import numbers
 import os
 
 import dask.array as da
@@ -32,6 +33,7 @@ from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import ChunkedNode, Summary
+from ..pursuit import minimum_density_hyperplane
 from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -61,6 +63,9 @@ def check_summary_params(est) -> None:
         raise ValueError(f"mode must be 'auto', 'exact' or 'summary'; got {est.mode!r}.")
     if est.nonfinite not in ("raise", "skip"):
         raise ValueError(f"nonfinite must be 'raise' or 'skip'; got {est.nonfinite!r}.")
+    refine = getattr(est, "refine", 0)
+    if not (isinstance(refine, numbers.Integral) and not isinstance(refine, bool) and refine >= 0):
+        raise ValueError(f"refine must be a non-negative integer (exact L-BFGS steps per hyperplane); got {refine!r}.")
     if not (isinstance(est.rows_per_microcluster, (int, float)) and est.rows_per_microcluster >= 1):
         raise ValueError(f"rows_per_microcluster must be a number >= 1; got {est.rows_per_microcluster!r}.")
 
@@ -97,8 +102,9 @@ def store_labels(est, labels: da.Array) -> da.Array:
     return da.from_zarr(os.fspath(est.labels_store), storage_options=est.storage_options)
 
 
-def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
-    """Summarise X, ``fit_rows(means, counts, spread)`` in memory, then ``route(arr)`` every row.
+def fit_in_summary_mode(est, X, sample_weight, fit_rows, route, refine=None):
+    """Summarise X, ``fit_rows(means, counts, spread)`` in memory, ``refine(arr)`` the hyperplanes with
+    exact passes if ``est.refine``, then ``route(arr)`` every row.
 
     Sets ``n_features_in_``, ``n_microclusters_``, ``n_nonfinite_`` and ``labels_`` (lazy or written
     to ``labels_store`` for chunked input, a numpy array for in-memory input).
@@ -109,6 +115,8 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     est.n_features_in_ = arr.shape[1]
     summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
     fit_rows(summary.data.X, summary.data.weights, summary.data.spread)
+    if getattr(est, "refine", 0):
+        refine(arr)
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
     labels = route(arr)
@@ -150,6 +158,25 @@ def standardised_node(root: ChunkedNode) -> tuple[ChunkedNode, np.ndarray, np.nd
     scale = np.sqrt(np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0))
     scale[scale == 0] = 1.0
     return ChunkedNode((root.X - mean) / scale), mean, scale
+
+
+def exact_root(est, arr: da.Array):
+    """The chunked rows as the exact-mode root node, z-scored from the rows if ``est.standardize``;
+    returns ``(root, mean, scale)`` (None, None without standardisation)."""
+    root = ChunkedNode(arr)
+    return standardised_node(root) if est.standardize else (root, None, None)
+
+
+def polish(data, v: np.ndarray, b: float, alpha: float, params: dict, iterations: int):
+    """``iterations`` L-BFGS steps of exact MDP² pursuit from a summary-mode hyperplane, at its alpha.
+
+    Returns the polished hyperplane, or None if it is not a valid split (the caller keeps the summary one).
+    """
+    params = {**params, "v0": v, "alphas": (alpha,), "maxiter": iterations}
+    hp = minimum_density_hyperplane(data, **params)
+    if not hp.valid:
+        return None
+    return hp if hp.v @ v >= 0 else hp._replace(v=-hp.v, b=-hp.b)  # keep the sides of the summary split
 
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:

@@ -73,6 +73,15 @@ def to_original_coordinates(v: np.ndarray, b: float, mean: np.ndarray, scale: np
     return w / norm, float((b + w @ mean) / norm)
 
 
+def to_node_coordinates(v: np.ndarray, b: float, mean, scale) -> tuple[np.ndarray, float]:
+    """A hyperplane v.x = b in the coordinates z = (x - mean) / scale (inverse of to_original_coordinates)."""
+    if mean is None:
+        return v, b
+    w = v * scale
+    norm = np.linalg.norm(w)
+    return w / norm, float((b - v @ mean) / norm)
+
+
 def check_positive_int(value, name: str, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return

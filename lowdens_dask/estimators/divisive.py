@@ -20,9 +20,11 @@ from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
 from ..tree import ClusterTree
 from ._summary import (
     check_summary_params,
+    exact_root,
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
+    polish,
     route_rows,
     standardised_node,
     use_summary_mode,
@@ -33,6 +35,7 @@ from ._validation import (
     check_positive_int,
     single_threaded_blas,
     standardisation,
+    to_node_coordinates,
     to_original_coordinates,
 )
 
@@ -70,7 +73,9 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         self._check_params()
         check_summary_params(self)
         if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr))
+            return fit_in_summary_mode(
+                self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr), self._refine_tree
+            )
         if is_chunked_input(X):
             return fit_exact_chunked(self, X, sample_weight, self._grow_chunked, lambda arr: route_rows(self.tree_, arr))
         X, weights = check_fit_input(self, X, sample_weight)
@@ -174,6 +179,26 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         self.tree_ = tree
         self.n_clusters_ = n_leaves
 
+    def _refine_tree(self, arr) -> None:
+        """Polish every split of the summary-mode tree with ``refine`` exact L-BFGS steps over the rows
+        that reach it (parents first, so each node sees the rows of its polished ancestors)."""
+        root, mean, scale = exact_root(self, arr)
+        params = self._hyperplane_params()
+        rows = {0: root}
+        with single_threaded_blas():
+            for node in sorted(self.tree_, key=lambda n: n.id):
+                if node.is_leaf:
+                    continue
+                data = rows.pop(node.id)
+                v, b = to_node_coordinates(node.v, node.b, mean, scale)
+                hp = polish(data, v, b, node.params["alpha"], params, self.refine)
+                if hp is not None:
+                    v, b = hp.v, hp.b
+                    node.set_hyperplane(self._method, self._to_original(hp, mean, scale))
+                for child, part in zip(node.children, data.split(v, b)):
+                    self.tree_.nodes[child].size = part.total_weight
+                    rows[child] = part
+
     def _to_original(self, hp: Hyperplane, mean, scale) -> Hyperplane:
         if not self.standardize:
             return hp
@@ -219,12 +244,16 @@ class MDHClustering(_DivisiveClustering):
         Each side of a split must hold at least this many points (total weight).
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
         As for :class:`~lowdens_dask.MDH`, applied at every node.
-    mode : {"auto", "summary"}, default="auto"
+    mode : {"auto", "exact", "summary"}, default="auto"
         "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
-        and zarr stores in summary mode;
-        "summary" forces summary mode (see :mod:`lowdens_dask.estimators._summary`).
+        and zarr stores in summary mode; "exact" fits every input exactly (Dask and zarr input by
+        chunk-map and tree-reduce passes over the rows, with the in-memory result); "summary" forces
+        summary mode (see :mod:`lowdens_dask.estimators._summary`).
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
+    refine : int, default=0
+        Summary mode: polish every hyperplane with this many exact L-BFGS steps (each a few passes
+        over the node's rows) at its alpha, parents first; 0 keeps the summary hyperplanes.
     nonfinite : {"raise", "skip"}, default="raise"
         Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
         labelled -1 (``n_nonfinite_`` counts them).
@@ -266,6 +295,7 @@ class MDHClustering(_DivisiveClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        refine: int = 0,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -275,6 +305,7 @@ class MDHClustering(_DivisiveClustering):
         self.split_index = split_index
         self.min_size = min_size
         self.bandwidth = bandwidth
+        self.refine = refine
         self.alphas = alphas
         self.v0 = v0
         self.eta = eta
@@ -322,7 +353,7 @@ class PDDP(_DivisiveClustering):
     min_size : float, default=1
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
-        Summary mode for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
+        Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
     """
 
     _method = "pddp"
@@ -373,7 +404,7 @@ class DePDDP(_DivisiveClustering):
     min_size : float, default=1
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
-        Summary mode for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
+        Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
     """
 
     _method = "depddp"

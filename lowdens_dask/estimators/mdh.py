@@ -16,9 +16,11 @@ from ..backend.chunked import ChunkedNode
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
 from ._summary import (
     check_summary_params,
+    exact_root,
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
+    polish,
     standardised_node,
     use_summary_mode,
 )
@@ -27,6 +29,7 @@ from ._validation import (
     check_mdh_params,
     single_threaded_blas,
     standardisation,
+    to_node_coordinates,
     to_original_coordinates,
 )
 
@@ -62,8 +65,8 @@ class MDH(ClusterMixin, BaseEstimator):
         A hyperplane is accepted only if each side holds at least this many points (total weight).
     standardize : bool, default=False
         Z-score the features before fitting; hyperplanes are reported in the original coordinates.
-    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
-        Summary mode for Dask arrays and zarr stores; as for :class:`~lowdens_dask.MDHClustering`.
+    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store
+        Exact and summary modes for Dask arrays and zarr stores; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
     ----------
@@ -100,6 +103,7 @@ class MDH(ClusterMixin, BaseEstimator):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        refine: int = 0,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -116,6 +120,7 @@ class MDH(ClusterMixin, BaseEstimator):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.refine = refine
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options
@@ -141,7 +146,9 @@ class MDH(ClusterMixin, BaseEstimator):
         check_mdh_params(self)
         check_summary_params(self)
         if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
+            return fit_in_summary_mode(
+                self, X, sample_weight, self._fit_rows, self._predict_chunked, self._refine_hyperplane
+            )
         if is_chunked_input(X):
             return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._predict_chunked)
         X, weights = check_fit_input(self, X, sample_weight)
@@ -188,6 +195,16 @@ class MDH(ClusterMixin, BaseEstimator):
         self.alpha_ = hp.params["alpha"]
         self.bandwidth_ = hp.params["bandwidth"]
         self.n_evaluations_ = hp.n_evaluations
+
+    def _refine_hyperplane(self, arr) -> None:
+        """Polish the summary-mode hyperplane with ``refine`` exact L-BFGS steps over all rows."""
+        root, mean, scale = exact_root(self, arr)
+        v, b = to_node_coordinates(self.v_, self.b_, mean, scale)
+        with single_threaded_blas():
+            hp = polish(root, v, b, self.alpha_, self._pursuit_params(), self.refine)
+        if hp is not None:
+            self.v_, self.b_ = to_original_coordinates(hp.v, hp.b, mean, scale) if self.standardize else (hp.v, hp.b)
+            self.relative_depth_, self.fval_, self.bandwidth_ = hp.relative_depth, hp.fval, hp.params["bandwidth"]
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
         return _side(X, self.v_, self.b_)
