@@ -226,6 +226,8 @@ def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store):
             labels = model.labels_.compute()
     names = {str(t["key"]) for t in ts.data}
     assert any(name.startswith("lowdens-split-node-") for name in names)
+    starts = {name.split("-start-")[1][0] for name in names if name.startswith("lowdens-split-node-")}
+    assert starts == {"0", "1"}  # the PC1 and PC2 restarts of a node are separate tasks
     assert any("lowdens-summarise-" in name for name in names)
     assert any("lowdens-route-" in name for name in names)
     assert adjusted_rand_score(y, labels) > 0.99

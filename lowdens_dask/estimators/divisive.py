@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import InMemoryData, as_dask_array
 from ..backend.chunked import ChunkedNode
-from ..pursuit import DEFAULT_ALPHAS, Hyperplane, find_hyperplane
+from ..pursuit import DEFAULT_ALPHAS, Hyperplane, best_of_starts, find_hyperplane
 from ..tree import ClusterTree
 from ._summary import (
     check_summary_params,
@@ -120,26 +120,28 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             return _valid_split(self._method, leaves[leaf_id], params, self.min_size)
 
         def compute_children(node_id: int) -> None:
-            """Summary mode: split both new leaves at once, as two named concurrent Dask tasks."""
+            """Summary mode: split both new leaves at once, each restart of each leaf a named Dask task."""
             children = tree.nodes[node_id].children
-            keys = [f"lowdens-split-node-{c}-{token}" for c in children]
+            jobs = [(c, j) for c in children for j in _restarts(self._method, params, leaves[c])]
+            keys = [f"lowdens-split-node-{c}-start-{j}-{token}" for c, j in jobs]
             client = _distributed_client()
             if client is not None:  # ship the leaves' rows once, not inside the task graph
-                data = client.scatter([leaves[c] for c in children])
+                data = dict(zip(children, client.scatter([leaves[c] for c in children])))
                 futures = [
-                    client.submit(_valid_split, self._method, d, params, self.min_size, key=k)
-                    for d, k in zip(data, keys)
+                    client.submit(_split_from_start, self._method, data[c], params, self.min_size, j, key=k)
+                    for (c, j), k in zip(jobs, keys)
                 ]
                 results = client.gather(futures)
             else:
                 tasks = [
-                    dask.delayed(_valid_split, pure=True)(
-                        self._method, leaves[c], params, self.min_size, dask_key_name=k
+                    dask.delayed(_split_from_start, pure=True)(
+                        self._method, leaves[c], params, self.min_size, j, dask_key_name=k
                     )
-                    for c, k in zip(children, keys)
+                    for (c, j), k in zip(jobs, keys)
                 ]
                 results = dask.compute(*tasks)
-            found.update(zip(children, results))
+            for c in children:
+                found[c] = _valid_best([r for (cc, _), r in zip(jobs, results) if cc == c])
 
         n_leaves = 1
         while n_leaves < target:
@@ -441,12 +443,35 @@ class DePDDP(_DivisiveClustering):
         return {"bandwidth": self.bandwidth, "min_size": self.min_size}
 
 
-def _valid_split(method: str, data: InMemoryData, params: dict, min_size: float) -> Hyperplane | None:
-    """The node's hyperplane if it is a valid split, else None (a plain function: it runs on workers)."""
+def _valid_split(method: str, data, params: dict, min_size: float) -> Hyperplane | None:
+    """The node's hyperplane if it is a valid split, else None."""
+    return _valid_best([_split_from_start(method, data, params, min_size, None)])
+
+
+def _restarts(method: str, params: dict, data) -> list[int | None]:
+    """The restarts of a node that can run as separate tasks: MDH's PC1 and PC2 starts, else one task."""
+    if method == "mdh" and params.get("v0") is None:
+        return list(range(min(2, data.n_features)))
+    return [None]
+
+
+def _split_from_start(method: str, data, params: dict, min_size: float, start: int | None) -> Hyperplane | None:
+    """The node's hyperplane from one restart (all restarts if ``start`` is None), or None if the node is
+    too small to split. A plain function: it runs on workers."""
     if data.n_samples < 2 or data.total_weight < 2 * min_size:
         return None
-    hp = find_hyperplane(method, data, **params)
-    return hp if hp.valid else None
+    if start is not None:
+        params = {**params, "start": start}
+    return find_hyperplane(method, data, **params)
+
+
+def _valid_best(found: list[Hyperplane | None]) -> Hyperplane | None:
+    """The best restart's hyperplane if it is a valid split, else None."""
+    found = [hp for hp in found if hp is not None]
+    if not found:
+        return None
+    best = best_of_starts(found)._replace(n_evaluations=sum(hp.n_evaluations for hp in found))
+    return best if best.valid else None
 
 
 def _distributed_client():

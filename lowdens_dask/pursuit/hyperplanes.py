@@ -229,6 +229,7 @@ def minimum_density_hyperplane(
     maxiter: int = 50,
     ftol: float = 1e-5,
     min_size: float = 1,
+    start: int | None = None,
 ) -> Hyperplane:
     """Minimum density hyperplane by MDP² (Pavlidis, Hofmeyr & Tasoulis, JMLR 2016, §4-5).
 
@@ -237,7 +238,8 @@ def minimum_density_hyperplane(
     the previous alpha. The output of one start is the last alpha whose b is a true local minimiser
     of the projected density: strictly inside ``[mu - alpha sigma, mu + alpha sigma]`` with a mode of
     the projected KDE on each side and at least ``min_size`` weight on each side. Among the starts
-    (PC1 and PC2 by default) the one with the largest relative depth (eq. 30) wins.
+    (PC1 and PC2 by default) the one with the largest relative depth (eq. 30) wins; ``start`` runs
+    only the start of that index (restarts as separate tasks, combined by :func:`best_of_starts`).
     """
     vals, vecs = data.leading_eigenvectors(2)
     if vals[0] == 0:  # every row identical: nothing to separate
@@ -253,6 +255,10 @@ def minimum_density_hyperplane(
             stacklevel=2,
         )
     starts = _starting_directions(v0, data, vecs)
+    if start is not None:  # one restart alone, e.g. as its own task; see best_of_starts
+        if not 0 <= start < len(starts):
+            raise ValueError(f"start must lie in [0, {len(starts)}); got {start!r}.")
+        starts = starts[start : start + 1]
     index = MinimumDensityIndex(h, eta, eps)
     coroutines = [_continuation(v, alphas, maxiter, ftol) for v in starts]
     if hasattr(data, "projections"):  # chunked: all starts share each pass over the data
@@ -261,14 +267,21 @@ def minimum_density_hyperplane(
     else:
         objective = _ProjectionObjective(data, index)
         found = _run_serially(coroutines, lambda request: objective.answer(request, min_size))
-    best = found[0]
-    for result in found[1:]:
-        if result[3] > best[3]:
-            best = result
-    u, split, alpha, depth, valid = best
-    params = {"bandwidth": h, "alpha": alpha, "eta": eta, "eps": eps}
-    v, b = _canonical(u, split.b + float(objective.mean @ u))
-    return Hyperplane(v, b, valid, math.exp(split.log_density), depth, params, objective.n_evaluations)
+    hyperplanes = []
+    for u, split, alpha, depth, valid in found:
+        params = {"bandwidth": h, "alpha": alpha, "eta": eta, "eps": eps}
+        v, b = _canonical(u, split.b + float(objective.mean @ u))
+        hyperplanes.append(Hyperplane(v, b, valid, math.exp(split.log_density), depth, params))
+    return best_of_starts(hyperplanes)._replace(n_evaluations=objective.n_evaluations)
+
+
+def best_of_starts(hyperplanes: Sequence[Hyperplane]) -> Hyperplane:
+    """The result of the start with the largest relative depth (the first one on ties)."""
+    best = hyperplanes[0]
+    for hp in hyperplanes[1:]:
+        if hp.relative_depth > best.relative_depth:
+            best = hp
+    return best
 
 
 def _canonical(v: np.ndarray, b: float) -> tuple[np.ndarray, float]:
