@@ -10,6 +10,7 @@ of a sharded array) for reads, and label writes use the same row chunks.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -67,13 +68,19 @@ def as_dask_array(X: Any, *, array_name: str | None = None, storage_options: dic
     return arr
 
 
+@functools.lru_cache(maxsize=None)
+def _delayed(fn: Callable):
+    """``dask.delayed(fn)``, made once per function (it tokenises the function)."""
+    return dask.delayed(fn, pure=True)
+
+
 def tree_reduce(parts: Sequence, combine: Callable, name: str):
     """Combine delayed partial results pairwise-by-groups into one delayed result (named tasks)."""
     level = 0
     parts = list(parts)
     while len(parts) > 1:
         parts = [
-            dask.delayed(combine, pure=True)(*parts[i : i + FAN_IN], dask_key_name=f"{name}-combine-{level}-{i}")
+            _delayed(combine)(*parts[i : i + FAN_IN], dask_key_name=f"{name}-combine-{level}-{i}")
             for i in range(0, len(parts), FAN_IN)
         ]
         level += 1
@@ -163,6 +170,10 @@ def _node_rows(x: np.ndarray, path: tuple) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], keep
 
 
+def _apply_to_block(fn: Callable, x: np.ndarray, path: tuple, args: tuple):
+    return fn(x, path, *args)
+
+
 def _chunk_stats(x: np.ndarray, path: tuple):
     rows, _ = _node_rows(x, path)
     return np.float64(rows.shape[0]), rows.sum(axis=0), int(x.shape[0] - np.isfinite(x).all(axis=1).sum())
@@ -206,8 +217,9 @@ class Projections:
         self.n_directions = U.shape[1]
         token = dask.base.tokenize(node.token, U, offset)[:12]
         self._name = f"lowdens-project-{token}"
+        path, U, offset = _as_literals(node.path, U, offset)
         parts = [
-            dask.delayed(_chunk_project, pure=True)(b, node.path, U, offset, dask_key_name=f"{self._name}-{i}")
+            _delayed(_chunk_project)(b, path, U, offset, dask_key_name=f"{self._name}-{i}")
             for i, b in enumerate(node.blocks)
         ]
         self.parts = dask.persist(*parts)
@@ -217,9 +229,9 @@ class Projections:
         """``combine`` of ``fn(P, w, *args)`` over the chunks, by a tree reduction."""
         self._passes += 1
         name = f"{self._name}-pass{self._passes}-{fn.__name__.strip('_')}"
+        (args,) = _as_literals(args)
         partial = [
-            dask.delayed(fn, pure=True)(*_unpack(part), *args, dask_key_name=f"{name}-{i}")
-            for i, part in enumerate(self.parts)
+            _delayed(_apply_to_part)(fn, part, args, dask_key_name=f"{name}-{i}") for i, part in enumerate(self.parts)
         ]
         return dask.compute(tree_reduce(partial, combine, name))[0]
 
@@ -227,15 +239,21 @@ class Projections:
         """``(X_node.T @ G.T, G.sum(axis=1))`` for per-row weights ``G = fn(P, w, *args)`` (k, rows)."""
         self._passes += 1
         name = f"{self._name}-pass{self._passes}-backproject"
+        path, args = _as_literals(self.node.path, args)
         partial = [
-            dask.delayed(_chunk_backproject, pure=True)(b, self.node.path, part, fn, args, dask_key_name=f"{name}-{i}")
+            _delayed(_chunk_backproject)(b, path, part, fn, args, dask_key_name=f"{name}-{i}")
             for i, (b, part) in enumerate(zip(self.node.blocks, self.parts))
         ]
         return dask.compute(tree_reduce(partial, _sum, name))[0]
 
 
-def _unpack(part):
-    return part[0], part[1]
+def _apply_to_part(fn: Callable, part: tuple, args: tuple):
+    return fn(*part, *args)
+
+
+def _as_literals(*values) -> list:
+    """Each value as one delayed literal, so the graph of a pass does not traverse it once per chunk."""
+    return [dask.delayed(v, pure=True, traverse=False) for v in values]
 
 
 class ChunkedNode:
@@ -267,9 +285,9 @@ class ChunkedNode:
 
     def _pass(self, fn: Callable, *args):
         name = f"lowdens-{fn.__name__.strip('_')}-{dask.base.tokenize(self.token, *args)[:12]}"
+        path, args = _as_literals(self.path, args)
         partial = [
-            dask.delayed(fn, pure=True)(b, self.path, *args, dask_key_name=f"{name}-{i}")
-            for i, b in enumerate(self.blocks)
+            _delayed(_apply_to_block)(fn, b, path, args, dask_key_name=f"{name}-{i}") for i, b in enumerate(self.blocks)
         ]
         return dask.compute(tree_reduce(partial, _sum, name))[0]
 
