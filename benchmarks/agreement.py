@@ -20,14 +20,12 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
-from scale import K, generate
-
 import dask
 import dask.array as da
+import numpy as np
 import zarr
+from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from scale import K, generate
 from sklearn.metrics import adjusted_rand_score, v_measure_score
 
 from lowdens_dask import MDHClustering
@@ -81,8 +79,17 @@ def chunked_rows(names=("breastcancer", "satellite", "optidigits"), chunkings=(5
                 for a, b in zip(model.tree_, ref.tree_)
                 if not a.is_leaf and not b.is_leaf
             )
-            rows.append([name, X.shape[0], -(-X.shape[0] // chunks), bool(np.array_equal(labels, ref.labels_)),
-                         f"{dv:.1e}", fmt(t_mem, 2), fmt(t_chunked, 1)])
+            rows.append(
+                [
+                    name,
+                    X.shape[0],
+                    -(-X.shape[0] // chunks),
+                    bool(np.array_equal(labels, ref.labels_)),
+                    f"{dv:.1e}",
+                    fmt(t_mem, 2),
+                    fmt(t_chunked, 1),
+                ]
+            )
             print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
@@ -111,27 +118,35 @@ def main(argv=None):
     for r in REFINES:
         header += [f"ARI vs exact (refine={r})", f"V-m (refine={r})", f"time s (refine={r})"]
     header += ["yardstick: exact on 95% vs exact (ARI, mean of 5)", "microclusters", "exact time s"]
-    table = markdown_table(header, [[r[0], r[1]] + [fmt(x) if isinstance(x, float) else x for x in r[2:]] for r in rows])
+    table = markdown_table(
+        header, [[r[0], r[1]] + [fmt(x) if isinstance(x, float) else x for x in r[2:]] for r in rows]
+    )
     lines = []
     for q, refine in enumerate(REFINES):
         ari = np.mean([r[3 + 3 * q] for r in rows])
         dvm = np.mean([r[4 + 3 * q] for r in rows]) - np.mean([r[2] for r in rows])
-        lines.append(f"- refine={refine}: mean ARI {ari:.3f} (target >= 0.95), mean V-measure summary - exact {dvm:+.3f} "
-                     "(target within 0.02)")
+        lines.append(
+            f"- refine={refine}: mean ARI {ari:.3f} (target >= 0.95), mean V-measure summary - exact {dvm:+.3f} "
+            "(target within 0.02)"
+        )
     yard = np.mean([r[3 + 3 * len(REFINES)] for r in rows])
-    lines.append(f"- yardstick: exact mode on a random 95% of the rows agrees with exact mode on all rows at mean ARI {yard:.3f}")
+    lines.append(
+        f"- yardstick: exact mode on a random 95% of the rows agrees with exact mode on all rows at mean ARI {yard:.3f}"
+    )
     chunk_table = markdown_table(
         ["data", "n", "chunks", "labels identical", "max |v diff| over splits", "in memory s", "chunked exact s"],
         chunked_rows(),
     )
     body = (
         "## Summary mode against exact mode\n\nSummary mode forced with at most one microcluster per 20 rows "
-        f"(random_state=0); exact mode in memory.\n\n{table}\n\n" + "\n".join(lines)
+        f"(random_state=0); exact mode in memory.\n\n{table}\n\n"
+        + "\n".join(lines)
         + "\n\n## Exact mode on chunked data against in memory\n\nMDHClustering(k) on Dask arrays with local "
         f"threads; constant columns dropped.\n\n{chunk_table}"
     )
-    path = write_markdown(args.output, "Agreement: summary and chunked exact modes against in-memory exact fits",
-                          command_line(), body)
+    path = write_markdown(
+        args.output, "Agreement: summary and chunked exact modes against in-memory exact fits", command_line(), body
+    )
     print(body)
     print(f"written to {path}", file=sys.stderr)
 

@@ -12,10 +12,9 @@ weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr 
 - ARI against the truth;
 - with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
-    python benchmarks/scale.py [--n 1e6,1e7] [--peers] [--agreement] [--workdir DIR] [--output FILE]
+    python benchmarks/scale.py [--n 1e6,1e7] [--peers] [--workdir DIR] [--output FILE]
 
-``--agreement`` adds summary-vs-exact agreement on the ten bundled data sets (at most one
-microcluster per 20 rows) and on the 10^6 mixture.
+The agreement of summary mode with exact mode is measured by ``benchmarks/agreement.py``.
 """
 
 import argparse
@@ -24,21 +23,17 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 from pathlib import Path
 
-import numpy as np
-
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
-
 import dask.array as da
+import numpy as np
 import psutil
 import zarr
+from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 from distributed import Client, LocalCluster, get_task_stream
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import MDHClustering
-from lowdens_dask.datasets import list_datasets, load_dataset
 
 K, D, CHUNK = 16, 32, 125_000
 #: In-memory peers need the whole array (and several copies) in RAM: not at 10^8 on 24 GB.
@@ -150,46 +145,10 @@ def run_scale(client, workdir: Path, n: int, peers: bool) -> dict:
     return row
 
 
-def agreement(workdir: Path) -> list[list]:
-    rows = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        for name in list_datasets():
-            X, y = load_dataset(name)
-            k = len(np.unique(y))
-            exact = MDHClustering(n_clusters=k).fit(X)
-            summary = MDHClustering(n_clusters=k, mode="summary", rows_per_microcluster=20, random_state=0).fit(X)
-            rows.append(_agree_row(name, len(X), summary, exact, y))
-        path = workdir / "mixture_agree.zarr"
-        generate(path, 1_000_000)
-        Xm = zarr.open_array(str(path / "X"), mode="r")[:].astype(np.float64)
-        y = zarr.open_array(str(path / "y"), mode="r")[:]
-        exact = MDHClustering(n_clusters=K).fit(Xm)
-        summary = MDHClustering(n_clusters=K, rows_per_microcluster=20, random_state=0).fit(str(path / "X"))
-        summary.labels_ = summary.labels_.compute()
-        rows.append(_agree_row("mixture 10^6", len(Xm), summary, exact, y))
-        shutil.rmtree(path, ignore_errors=True)
-    return rows
-
-
-def _agree_row(name, n, summary, exact, y):
-    from sklearn.metrics import v_measure_score
-
-    return [
-        name,
-        n,
-        summary.n_microclusters_,
-        adjusted_rand_score(exact.labels_, summary.labels_),
-        v_measure_score(y, exact.labels_),
-        v_measure_score(y, summary.labels_),
-    ]
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default="1e6,1e7")
     parser.add_argument("--peers", action="store_true")
-    parser.add_argument("--agreement", action="store_true")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--output", default=str(RESULTS_DIR / "scale.md"))
     args = parser.parse_args(argv)
@@ -237,19 +196,6 @@ def main(argv=None):
                                  fmt(r[f"{name}_ari"]), fmt(r[f"{name}_s"] / r["fit_s"], 2), fmt(r["ari"])])
         parts.append("## Peers (in memory, same data, same run)\n\n" + markdown_table(
             ["n", "peer", "peer time (s)", "peer peak RSS (GB)", "peer ARI", "peer time / our end-to-end", "our ARI"], prow))
-    if args.agreement:
-        arows = agreement(workdir)
-        table = markdown_table(
-            ["data", "n", "microclusters", "ARI(summary, exact)", "V-m exact", "V-m summary"],
-            [[r[0], r[1], r[2], fmt(r[3]), fmt(r[4]), fmt(r[5])] for r in arows],
-        )
-        mean_ari = np.mean([r[3] for r in arows])
-        dvm = np.mean([r[5] for r in arows]) - np.mean([r[4] for r in arows])
-        parts.append(
-            "## Agreement of summary mode with exact mode\n\nSummary mode forced with at most one microcluster per "
-            f"20 rows, random_state=0.\n\n{table}\n\nMean ARI {mean_ari:.3f} (target >= 0.95); mean V-measure "
-            f"summary - exact {dvm:+.3f} (target within 0.02)."
-        )
     body = "\n\n".join(parts)
     path = write_markdown(args.output, "Scale-out: summary mode from zarr", command_line(), body)
     print(body)

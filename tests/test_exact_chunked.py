@@ -49,7 +49,9 @@ def test_chunked_b_search_and_gradient_equal_the_in_memory_index(chunks, alpha):
     total, mean, std, pmin, pmax = weighted_moments(p, w)
     kbuf = np.empty_like(p)
     ref = density.minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf)
-    grad_ref = density.log_density_gradient(p, w, total, mean, std, h, alpha, eta, eps, *ref[:3], *ref[4:], kbuf, np.empty_like(p))
+    grad_ref = density.log_density_gradient(
+        p, w, total, mean, std, h, alpha, eta, eps, *ref[:3], *ref[4:], kbuf, np.empty_like(p)
+    )
 
     proj = chunked_projections(p, chunks)
     mom = density_passes.projection_moments(proj)
@@ -62,7 +64,7 @@ def test_chunked_b_search_and_gradient_equal_the_in_memory_index(chunks, alpha):
     assert xg[0, 0] == pytest.approx(grad_ref @ p, rel=1e-8)
     assert sum_g[0] == pytest.approx(grad_ref.sum(), rel=1e-8, abs=1e-10)
 
-    (below, log_b, log_mode), = density_passes.split_statistics(proj, mom, h, [found[0]])
+    ((below, log_b, log_mode),) = density_passes.split_statistics(proj, mom, h, [found[0]])
     left, _, right, _ = density.adjacent_modes(p, w, total, h, found[0], kbuf)
     assert below == (p < found[0]).sum()
     assert log_mode == pytest.approx(min(left, right), rel=1e-10)

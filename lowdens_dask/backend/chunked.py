@@ -68,7 +68,7 @@ def as_dask_array(X: Any, *, array_name: str | None = None, storage_options: dic
     return arr
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _delayed(fn: Callable):
     """``dask.delayed(fn)``, made once per function (it tokenises the function)."""
     return dask.delayed(fn, pure=True)
@@ -344,4 +344,6 @@ class ChunkedNode:
     def split(self, v: np.ndarray, b: float) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
         v = np.asarray(v, dtype=np.float64)
-        return ChunkedNode(self.X, self.path + ((v, float(b), 0),)), ChunkedNode(self.X, self.path + ((v, float(b), 1),))
+        return ChunkedNode(self.X, self.path + ((v, float(b), 0),)), ChunkedNode(
+            self.X, self.path + ((v, float(b), 1),)
+        )

@@ -134,7 +134,9 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route):
         raise ValueError("sample_weight is not supported for Dask or zarr input.")
     for name in ("bandwidth", "v0", "split_index"):
         if callable(getattr(est, name, None)):
-            raise ValueError(f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it.")
+            raise ValueError(
+                f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
+            )
     arr = as_dask_array(X, storage_options=est.storage_options)
     est.n_features_in_ = arr.shape[1]
     root = ChunkedNode(arr)

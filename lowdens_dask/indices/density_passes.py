@@ -233,7 +233,9 @@ def gradient(proj, mom: np.ndarray, h: float, alphas, eta: float, eps: float, sp
     """``(X.T @ g, sum g)`` per direction, with g = d log f_CL / d p at each direction's split (eq. 26)."""
     coefs = []
     for j, (b, log_f, log_i, shift, s0, side, r) in enumerate(splits):
-        a_kde, c_mean, c_std = gradient_coefficients(mom[j, 0], mom[j, 2], h, alphas[j], eta, eps, log_f, log_i, s0, side, r)
+        a_kde, c_mean, c_std = gradient_coefficients(
+            mom[j, 0], mom[j, 2], h, alphas[j], eta, eps, log_f, log_i, s0, side, r
+        )
         coefs.append((b, shift, mom[j, 1], a_kde, c_mean, c_std))
     return proj.backproject(_chunk_gradient_weights, h, np.array(coefs))
 

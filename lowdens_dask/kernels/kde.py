@@ -54,7 +54,7 @@ def weighted_moments(p, w):
 @njit(cache=True, nogil=True)
 def binned_radius(h, delta):
     """Cells each side of a grid point that the truncated kernel (8 h) reaches."""
-    return int(math.ceil(BINNED_RADIUS * h / delta))
+    return math.ceil(BINNED_RADIUS * h / delta)
 
 
 @njit(cache=True, nogil=True)
