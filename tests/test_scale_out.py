@@ -241,7 +241,7 @@ def test_parallel_growth_equals_serial_growth():
     model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
     model.fit(X)
     parallel = model.tree_
-    from lowdens_dask.estimators._summary import as_chunked, summarise
+    from lowdens_dask.estimators._scale_out import as_chunked, summarise
 
     summary = summarise(model, as_chunked(model, X), np.random.RandomState(0).randint(2**31 - 1))
     model._grow_tree(summary.data, None, None, parallel=False)
@@ -255,7 +255,7 @@ def test_parallel_growth_equals_serial_growth():
 
 
 def test_auto_mode_switches_to_summary_above_the_documented_size(monkeypatch):
-    import lowdens_dask.estimators._summary as summary_module
+    import lowdens_dask.estimators._scale_out as summary_module
 
     X, _ = mixture(n=5_000, seed=5)
     assert not hasattr(MDHClustering(n_clusters=4).fit(X), "n_microclusters_")

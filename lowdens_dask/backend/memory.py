@@ -10,6 +10,7 @@ chunked map/reduce passes.
 
 from __future__ import annotations
 
+import dask.base
 import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import LinearOperator, eigsh
@@ -41,6 +42,14 @@ class InMemoryData:
         self.total_weight = float(self.weights.sum())
         self.spread = spread
         self._mean: np.ndarray | None = None
+        self._token: str | None = None
+
+    @property
+    def token(self) -> str:
+        """A deterministic name for these rows (for task keys)."""
+        if self._token is None:
+            self._token = dask.base.tokenize(self.X, self.weights, self.spread)
+        return self._token
 
     @property
     def within_variance(self) -> float:

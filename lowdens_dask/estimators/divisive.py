@@ -18,8 +18,8 @@ from ..backend import InMemoryData, as_dask_array
 from ..backend.chunked import ChunkedNode
 from ..pursuit import DEFAULT_ALPHAS, Hyperplane, best_of_starts, find_hyperplane
 from ..tree import ClusterTree
-from ._summary import (
-    check_summary_params,
+from ._scale_out import (
+    check_scale_out_params,
     exact_root,
     fit_exact_chunked,
     fit_in_summary_mode,
@@ -67,11 +67,11 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         """Grow the tree on X; ``labels_`` are the leaves' labels (tree order).
 
-        X may be an array, a Dask array or a zarr store; the latter two (or ``mode="summary"``) are
-        fitted in summary mode (see :mod:`lowdens_dask.estimators._summary`).
+        X may be an array, a Dask array or a zarr store; see ``mode`` and
+        :mod:`lowdens_dask.estimators._scale_out` for the summary and exact modes of the latter two.
         """
         self._check_params()
-        check_summary_params(self)
+        check_scale_out_params(self)
         if use_summary_mode(self, X):
             return fit_in_summary_mode(
                 self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr), self._refine_tree
@@ -86,9 +86,9 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
     def _grow(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
         """Build ``tree_`` and ``n_clusters_`` from (weighted) rows in memory.
 
-        In summary mode (``spread`` given) the two children of every split are split at once as
-        concurrent Dask tasks, so the tree grows in parallel on a cluster; with the "size" index this
-        gives the same tree as the lazy serial order.
+        In summary mode (``spread`` given) the two children of every split are split at once, each
+        restart a concurrent Dask task, so the tree grows in parallel on a cluster; with the "size"
+        index this gives the same tree as the lazy serial order.
         """
         mean = scale = None
         Z = X
@@ -114,7 +114,7 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         leaves = {0: root}  # leaf id -> its rows (in the coordinates the finder sees)
         found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split in those coordinates, or None
         target = math.inf if self.n_clusters is None else self.n_clusters
-        token = tokenize(getattr(root, "token", None) or (root.X, root.weights), params)[:8]
+        token = tokenize(root.token, params)[:8]
 
         def compute(leaf_id: int) -> Hyperplane | None:
             return _valid_split(self._method, leaves[leaf_id], params, self.min_size)
@@ -250,7 +250,7 @@ class MDHClustering(_DivisiveClustering):
         "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
         and zarr stores in summary mode; "exact" fits every input exactly (Dask and zarr input by
         chunk-map and tree-reduce passes over the rows, with the in-memory result); "summary" forces
-        summary mode (see :mod:`lowdens_dask.estimators._summary`).
+        summary mode (see :mod:`lowdens_dask.estimators._scale_out`).
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
     refine : int, default=0

@@ -14,8 +14,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..backend import ChunkedData, InMemoryData, as_dask_array
 from ..backend.chunked import ChunkedNode
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
-from ._summary import (
-    check_summary_params,
+from ._scale_out import (
+    check_scale_out_params,
     exact_root,
     fit_exact_chunked,
     fit_in_summary_mode,
@@ -140,11 +140,11 @@ class MDH(ClusterMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None) -> MDH:
         """Fit one minimum density hyperplane; with ``sample_weight`` the KDE, moments and PCs are weighted.
 
-        X may be an array, a Dask array or a zarr store; the latter two (or ``mode="summary"``) are
-        fitted in summary mode (see :mod:`lowdens_dask.estimators._summary`).
+        X may be an array, a Dask array or a zarr store; see ``mode`` and
+        :mod:`lowdens_dask.estimators._scale_out` for the summary and exact modes of the latter two.
         """
         check_mdh_params(self)
-        check_summary_params(self)
+        check_scale_out_params(self)
         if use_summary_mode(self, X):
             return fit_in_summary_mode(
                 self, X, sample_weight, self._fit_rows, self._predict_chunked, self._refine_hyperplane

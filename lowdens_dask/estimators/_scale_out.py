@@ -1,7 +1,8 @@
-"""Summary mode shared by the estimators: summarise chunked data, fit on the summary, route every row.
+"""Scale-out modes shared by the estimators, for Dask arrays and zarr stores (path or fsspec URL,
+``.../store.zarr/array`` for an array inside a group).
 
-Data that arrive as a Dask array or a zarr store (path or fsspec URL, ``.../store.zarr/array`` for an
-array inside a group) are fitted in summary mode:
+**Summary mode** (``mode="auto"`` for chunked input and above ``AUTO_SUMMARY_ROWS`` rows, or
+``mode="summary"``):
 
 1. one chunked pass builds weighted microclusters (chunk-local k-means, at most
    ``MAX_MICROCLUSTERS_PER_CHUNK`` per chunk and at least ``rows_per_microcluster`` rows each) and
@@ -12,10 +13,17 @@ array inside a group) are fitted in summary mode:
    weighted mean within-microcluster variance per dimension, so that each mean stands for a
    Gaussian blob of rows. Measured on the ten bundled data sets at one microcluster per 20 rows
    (mean over 3 seeds, ARI of summary-mode against exact-mode labels): 0.57 when n counts
-   microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread. The two children of
-   every split are split at once as named concurrent Dask tasks (``lowdens-split-node-*``);
-3. one final pass routes every row to its leaf; with ``labels_store`` the labels are written to zarr
+   microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread (benchmarks/agreement.py
+   has the current figures). Each restart (PC1, PC2) of each new leaf runs as a named Dask task
+   (``lowdens-split-node-<id>-start-<j>``), both children of a split at once;
+3. with ``refine=k``, each hyperplane is polished by k exact L-BFGS steps over the rows that reach its
+   node, at its alpha, parents first (:func:`polish`);
+4. one final pass routes every row to its leaf; with ``labels_store`` the labels are written to zarr
    with the same row chunks as the input.
+
+**Exact mode** (``mode="exact"``) grows the tree on :class:`~lowdens_dask.backend.chunked.ChunkedNode`
+objects: every step of every node's pursuit is a chunk map and tree reduction over the node's rows,
+which gives the in-memory result.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -43,7 +51,7 @@ AUTO_SUMMARY_ROWS = 2_000_000
 
 
 def is_chunked_input(X) -> bool:
-    """Dask arrays, zarr arrays and zarr paths/URLs are fitted in summary mode."""
+    """Dask arrays, zarr arrays and zarr paths/URLs (fitted in summary mode, or exactly with mode="exact")."""
     return isinstance(X, (da.Array, str, os.PathLike, zarr.Array))
 
 
@@ -58,7 +66,7 @@ def use_summary_mode(est, X) -> bool:
     return shape is not None and len(shape) == 2 and shape[0] > AUTO_SUMMARY_ROWS
 
 
-def check_summary_params(est) -> None:
+def check_scale_out_params(est) -> None:
     if est.mode not in ("auto", "exact", "summary"):
         raise ValueError(f"mode must be 'auto', 'exact' or 'summary'; got {est.mode!r}.")
     if est.nonfinite not in ("raise", "skip"):
