@@ -160,3 +160,19 @@ def test_chunked_node_statistics_match_numpy():
     left, right = node.split(np.array([1.0, 0.0, 0.0]), 2.5)
     assert (left.n_samples, right.n_samples) == ((X[:, 0] < 2.5).sum(), (X[:, 0] >= 2.5).sum())
     assert math.isclose(left.total_scatter(), ((X[X[:, 0] < 2.5] - X[X[:, 0] < 2.5].mean(0)) ** 2).sum(), rel_tol=1e-10)
+
+
+def test_restarts_share_each_projection_pass(monkeypatch):
+    """PC1 and PC2 pursue in lockstep: one X @ V pass projects both while both are running."""
+    widths = []
+    original = ChunkedNode.projections
+
+    def recording(self, U, offset=None):
+        widths.append(np.asarray(U).reshape(self.n_features, -1).shape[1])
+        return original(self, U, offset)
+
+    monkeypatch.setattr(ChunkedNode, "projections", recording)
+    hp = minimum_density_hyperplane(ChunkedNode(da.from_array(bimodal(n=1500), chunks=(500, 5))))
+    assert widths[0] == 2
+    assert sum(widths) >= hp.n_evaluations  # every evaluation was projected ...
+    assert len(widths) < hp.n_evaluations  # ... in fewer passes than evaluations
