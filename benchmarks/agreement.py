@@ -145,7 +145,7 @@ def main(argv=None):
             "n",
             "chunks",
             "labels identical",
-            "max |v diff| over splits",
+            "max abs difference of v over splits",
             "yardstick: in memory, rows permuted",
             "in memory s",
             "chunked exact s",
