@@ -33,7 +33,7 @@ from sklearn.metrics import adjusted_rand_score, v_measure_score
 from lowdens_dask import MDHClustering
 from lowdens_dask.datasets import list_datasets, load_dataset
 
-REFINES = (0, 5)
+REFINES = (0, 5, 20)
 #: The stability yardstick is averaged over this many random 95% subsamples (one above YARDSTICK_MAX_N rows).
 YARDSTICK_SEEDS = 5
 YARDSTICK_MAX_N = 100_000

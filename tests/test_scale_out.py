@@ -123,6 +123,24 @@ def test_summary_agrees_with_exact_mode(name, k, refine, min_ari):
     assert adjusted_rand_score(exact.labels_, summary.labels_) >= min_ari
 
 
+def test_refined_splits_are_made_on_rows():
+    """With refine, each split is polished before it is made, so node sizes count the rows it routes."""
+    X, _ = load_dataset("satellite")
+    model = MDHClustering(n_clusters=4, mode="summary", rows_per_microcluster=20, random_state=0, refine=5).fit(X)
+    for node in model.tree_:
+        if not node.is_leaf:
+            left, right = (model.tree_.nodes[c] for c in node.children)
+            reach = np.isin(model.tree_.apply(X), [n.id for n in model.tree_ if _under(model.tree_, n, node.id)])
+            below = (X[reach] @ node.v < node.b).sum()
+            assert (left.size, right.size) == (below, reach.sum() - below)
+
+
+def _under(tree, node, ancestor: int) -> bool:
+    while node.id != ancestor and node.parent is not None:
+        node = tree.nodes[node.parent]
+    return node.id == ancestor
+
+
 def test_refine_moves_the_summary_hyperplane_towards_the_exact_one():
     from lowdens_dask import MDH
 

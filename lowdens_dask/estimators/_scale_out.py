@@ -16,8 +16,10 @@
    microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread (benchmarks/agreement.py
    has the current figures). Each restart (PC1, PC2) of each new leaf runs as a named Dask task
    (``lowdens-split-node-<id>-start-<j>``), both children of a split at once;
-3. with ``refine=k``, each hyperplane is polished by k exact L-BFGS steps over the rows that reach its
-   node, at its alpha, parents first (:func:`polish`);
+3. with ``refine=k``, each split is polished before it is made: k exact L-BFGS steps over the rows that
+   reach the node, from every start's summary hyperplane at once, at the summary alpha; the start
+   with the largest exact relative depth wins (:func:`polish`). The node's rows and its microclusters
+   are then split by the polished hyperplane, and node sizes count rows;
 4. one final pass routes every row to its leaf; with ``labels_store`` the labels are written to zarr
    with the same row chunks as the input.
 
@@ -43,6 +45,7 @@ from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import ChunkedNode, Summary
 from ..pursuit import minimum_density_hyperplane
 from ..tree import ClusterTree
+from ._validation import to_node_coordinates, to_original_coordinates
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
 MAX_MICROCLUSTERS_PER_CHUNK = 64
@@ -110,9 +113,9 @@ def store_labels(est, labels: da.Array) -> da.Array:
     return da.from_zarr(os.fspath(est.labels_store), storage_options=est.storage_options)
 
 
-def fit_in_summary_mode(est, X, sample_weight, fit_rows, route, refine=None):
-    """Summarise X, ``fit_rows(means, counts, spread)`` in memory, ``refine(arr)`` the hyperplanes with
-    exact passes if ``est.refine``, then ``route(arr)`` every row.
+def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
+    """Summarise X, ``fit_rows(means, counts, spread, rows)`` in memory (``rows`` is the chunked array
+    when ``est.refine`` asks for exact polishing, else None), then ``route(arr)`` every row.
 
     Sets ``n_features_in_``, ``n_microclusters_``, ``n_nonfinite_`` and ``labels_`` (lazy or written
     to ``labels_store`` for chunked input, a numpy array for in-memory input).
@@ -122,9 +125,7 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route, refine=None):
     arr = as_chunked(est, X)
     est.n_features_in_ = arr.shape[1]
     summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
-    fit_rows(summary.data.X, summary.data.weights, summary.data.spread)
-    if getattr(est, "refine", 0):
-        refine(arr)
+    fit_rows(summary.data.X, summary.data.weights, summary.data.spread, arr if getattr(est, "refine", 0) else None)
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
     labels = route(arr)
@@ -177,16 +178,31 @@ def exact_root(est, arr: da.Array):
     return standardised_node(root) if est.standardize else (root, None, None)
 
 
-def polish(data, v: np.ndarray, b: float, alpha: float, params: dict, iterations: int):
-    """``iterations`` L-BFGS steps of exact MDP² pursuit from a summary-mode hyperplane, at its alpha.
+def polish(data, hp, summary_frame, exact_frame, params: dict, iterations: int):
+    """Polish a summary-mode MDH hyperplane with exact passes over the node's rows (``refine``).
 
-    Returns the polished hyperplane, or None if it is not a valid split (the caller keeps the summary one).
+    ``iterations`` L-BFGS steps at the summary alpha from every start's summary direction at once (one
+    pass serves all of them); the start with the largest exact relative depth wins. ``summary_frame``
+    and ``exact_frame`` are the ``(mean, scale)`` standardisations (None, None for none) of the summary
+    and of the rows. Returns ``(hyperplane in the rows' frame, the same in the summary's frame)``, or
+    None if no polished start is a valid split.
     """
-    params = {**params, "v0": v, "alphas": (alpha,), "maxiter": iterations}
-    hp = minimum_density_hyperplane(data, **params)
-    if not hp.valid:
+    if data.n_samples < 2:
         return None
-    return hp if hp.v @ v >= 0 else hp._replace(v=-hp.v, b=-hp.b)  # keep the sides of the summary split
+    starts = np.column_stack([change_frame(v, 0.0, summary_frame, exact_frame)[0] for v in hp.starts or (hp.v,)])
+    params = {**params, "v0": starts, "alphas": (hp.params["alpha"],), "maxiter": iterations}
+    polished = minimum_density_hyperplane(data, **params)
+    if not polished.valid:
+        return None
+    v, b = change_frame(polished.v, polished.b, exact_frame, summary_frame)
+    return polished, polished._replace(v=v, b=b)
+
+
+def change_frame(v: np.ndarray, b: float, source, target) -> tuple[np.ndarray, float]:
+    """The hyperplane v.z = b of the standardised frame ``source = (mean, scale)`` in the frame ``target``."""
+    if source[0] is not None:
+        v, b = to_original_coordinates(v, b, *source)
+    return to_node_coordinates(v, b, *target)
 
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:

@@ -19,6 +19,7 @@ from ..backend.chunked import ChunkedNode
 from ..pursuit import DEFAULT_ALPHAS, Hyperplane, best_of_starts, find_hyperplane
 from ..tree import ClusterTree
 from ._scale_out import (
+    change_frame,
     check_scale_out_params,
     exact_root,
     fit_exact_chunked,
@@ -35,7 +36,6 @@ from ._validation import (
     check_positive_int,
     single_threaded_blas,
     standardisation,
-    to_node_coordinates,
     to_original_coordinates,
 )
 
@@ -73,22 +73,23 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         self._check_params()
         check_scale_out_params(self)
         if use_summary_mode(self, X):
-            return fit_in_summary_mode(
-                self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr), self._refine_tree
-            )
+            return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr))
         if is_chunked_input(X):
-            return fit_exact_chunked(self, X, sample_weight, self._grow_chunked, lambda arr: route_rows(self.tree_, arr))
+            return fit_exact_chunked(
+                self, X, sample_weight, self._grow_chunked, lambda arr: route_rows(self.tree_, arr)
+            )
         X, weights = check_fit_input(self, X, sample_weight)
         self._grow(X, weights)
         self.labels_ = self.tree_.predict(X)
         return self
 
-    def _grow(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
+    def _grow(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
         """Build ``tree_`` and ``n_clusters_`` from (weighted) rows in memory.
 
         In summary mode (``spread`` given) the two children of every split are split at once, each
         restart a concurrent Dask task, so the tree grows in parallel on a cluster; with the "size"
-        index this gives the same tree as the lazy serial order.
+        index this gives the same tree as the lazy serial order. With ``rows`` (the chunked array, for
+        ``refine``) every split is polished by exact passes over its node's rows before it is made.
         """
         mean = scale = None
         Z = X
@@ -97,8 +98,9 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             Z = (X - mean) / scale
             if spread is not None:  # per-dimension variance, approximately, in z-scored units
                 spread = spread / np.mean(scale**2)
+        exact = None if rows is None else exact_root(self, rows)
         with single_threaded_blas():
-            self._grow_tree(InMemoryData(Z, weights, spread), mean, scale, parallel=spread is not None)
+            self._grow_tree(InMemoryData(Z, weights, spread), mean, scale, parallel=spread is not None, exact=exact)
 
     def _grow_chunked(self, root: ChunkedNode) -> None:
         """Build ``tree_`` in exact mode over chunked rows: every node's pursuit passes over its rows."""
@@ -108,10 +110,15 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         with single_threaded_blas():
             self._grow_tree(root, mean, scale, parallel=False)
 
-    def _grow_tree(self, root, mean, scale, parallel: bool) -> None:
+    def _grow_tree(self, root, mean, scale, parallel: bool, exact=None) -> None:
+        """Grow the tree on ``root`` (rows or summaries, standardised by ``mean``/``scale`` if given).
+
+        ``exact = (node, mean, scale)``: the chunked rows in their own standardisation, for ``refine``.
+        """
         params = self._hyperplane_params()
         tree = ClusterTree(root.n_features, self._method, params, root_size=root.total_weight)
         leaves = {0: root}  # leaf id -> its rows (in the coordinates the finder sees)
+        exact_leaves = {} if exact is None else {0: exact[0]}  # leaf id -> its chunked rows (refine)
         found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split in those coordinates, or None
         target = math.inf if self.n_clusters is None else self.n_clusters
         token = tokenize(root.token, params)[:8]
@@ -161,10 +168,22 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             hp = found[leaf]
             if hp is None:
                 continue
-            left, right = leaves.pop(leaf).split(hp.v, hp.b)
-            sizes = (left.total_weight, right.total_weight)
-            node = tree.add_split(leaf, self._method, self._to_original(hp, mean, scale), sizes)
-            leaves[node.children[0]], leaves[node.children[1]] = left, right
+            data = leaves.pop(leaf)
+            original = self._to_original(hp, mean, scale)
+            row_parts = None
+            if exact is not None:  # refine: polish the split on the node's rows, then split both
+                rows = exact_leaves.pop(leaf)
+                polished = polish(rows, hp, (mean, scale), exact[1:], params, self.refine)
+                if polished is not None:
+                    original = self._to_original(polished[0], *exact[1:])
+                    hp = polished[1]
+                row_parts = rows.split(*change_frame(original.v, original.b, (None, None), exact[1:]))
+            parts = data.split(hp.v, hp.b)
+            sizes = [part.total_weight for part in (row_parts or parts)]
+            node = tree.add_split(leaf, self._method, original, sizes)
+            leaves.update(zip(node.children, parts))
+            if row_parts is not None:
+                exact_leaves.update(zip(node.children, row_parts))
             n_leaves += 1
             if parallel and n_leaves < target:
                 compute_children(node.id)
@@ -180,26 +199,6 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             )
         self.tree_ = tree
         self.n_clusters_ = n_leaves
-
-    def _refine_tree(self, arr) -> None:
-        """Polish every split of the summary-mode tree with ``refine`` exact L-BFGS steps over the rows
-        that reach it (parents first, so each node sees the rows of its polished ancestors)."""
-        root, mean, scale = exact_root(self, arr)
-        params = self._hyperplane_params()
-        rows = {0: root}
-        with single_threaded_blas():
-            for node in sorted(self.tree_, key=lambda n: n.id):
-                if node.is_leaf:
-                    continue
-                data = rows.pop(node.id)
-                v, b = to_node_coordinates(node.v, node.b, mean, scale)
-                hp = polish(data, v, b, node.params["alpha"], params, self.refine)
-                if hp is not None:
-                    v, b = hp.v, hp.b
-                    node.set_hyperplane(self._method, self._to_original(hp, mean, scale))
-                for child, part in zip(node.children, data.split(v, b)):
-                    self.tree_.nodes[child].size = part.total_weight
-                    rows[child] = part
 
     def _to_original(self, hp: Hyperplane, mean, scale) -> Hyperplane:
         if not self.standardize:
@@ -254,8 +253,9 @@ class MDHClustering(_DivisiveClustering):
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
     refine : int, default=0
-        Summary mode: polish every hyperplane with this many exact L-BFGS steps (each a few passes
-        over the node's rows) at its alpha, parents first; 0 keeps the summary hyperplanes.
+        Summary mode: before each split is made, polish it with this many exact L-BFGS steps (each a few
+        passes over the node's rows) from every start's summary hyperplane, and keep the start with the
+        largest exact relative depth; node sizes then count rows. 0 keeps the summary hyperplanes.
     nonfinite : {"raise", "skip"}, default="raise"
         Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
         labelled -1 (``n_nonfinite_`` counts them).
@@ -470,7 +470,9 @@ def _valid_best(found: list[Hyperplane | None]) -> Hyperplane | None:
     found = [hp for hp in found if hp is not None]
     if not found:
         return None
-    best = best_of_starts(found)._replace(n_evaluations=sum(hp.n_evaluations for hp in found))
+    best = best_of_starts(found)._replace(
+        n_evaluations=sum(hp.n_evaluations for hp in found), starts=tuple(v for hp in found for v in hp.starts)
+    )
     return best if best.valid else None
 
 

@@ -29,7 +29,6 @@ from ._validation import (
     check_mdh_params,
     single_threaded_blas,
     standardisation,
-    to_node_coordinates,
     to_original_coordinates,
 )
 
@@ -146,9 +145,7 @@ class MDH(ClusterMixin, BaseEstimator):
         check_mdh_params(self)
         check_scale_out_params(self)
         if use_summary_mode(self, X):
-            return fit_in_summary_mode(
-                self, X, sample_weight, self._fit_rows, self._predict_chunked, self._refine_hyperplane
-            )
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
         if is_chunked_input(X):
             return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._predict_chunked)
         X, weights = check_fit_input(self, X, sample_weight)
@@ -156,7 +153,9 @@ class MDH(ClusterMixin, BaseEstimator):
         self.labels_ = self._predict(X)
         return self
 
-    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None) -> None:
+    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
+        """Fit on rows or summaries in memory; with ``rows`` (chunked, for ``refine``) polish the result
+        by exact passes over them."""
         mean = scale = None
         Z = X
         if self.standardize:
@@ -164,7 +163,7 @@ class MDH(ClusterMixin, BaseEstimator):
             Z = (X - mean) / scale
             if spread is not None:
                 spread = spread / np.mean(scale**2)
-        self._fit_data(InMemoryData(Z, weights, spread), mean, scale)
+        self._fit_data(InMemoryData(Z, weights, spread), mean, scale, rows)
 
     def _fit_node(self, root: ChunkedNode) -> None:
         mean = scale = None
@@ -172,12 +171,17 @@ class MDH(ClusterMixin, BaseEstimator):
             root, mean, scale = standardised_node(root)
         self._fit_data(root, mean, scale)
 
-    def _fit_data(self, data, mean: np.ndarray | None, scale: np.ndarray | None) -> None:
+    def _fit_data(self, data, mean: np.ndarray | None, scale: np.ndarray | None, rows=None) -> None:
         v0 = self.v0
         if v0 is not None and not callable(v0) and self.standardize:
             v0 = np.asarray(v0, dtype=np.float64) * (scale if np.ndim(v0) == 1 else scale[:, None])
         with single_threaded_blas():
             hp = minimum_density_hyperplane(data, v0=v0, **self._pursuit_params())
+            if rows is not None and hp.valid:
+                root, row_mean, row_scale = exact_root(self, rows)
+                polished = polish(root, hp, (mean, scale), (row_mean, row_scale), self._pursuit_params(), self.refine)
+                if polished is not None:
+                    hp, mean, scale = polished[0], row_mean, row_scale
         v, b = hp.v, hp.b
         if self.standardize:
             v, b = to_original_coordinates(v, b, mean, scale)
@@ -195,16 +199,6 @@ class MDH(ClusterMixin, BaseEstimator):
         self.alpha_ = hp.params["alpha"]
         self.bandwidth_ = hp.params["bandwidth"]
         self.n_evaluations_ = hp.n_evaluations
-
-    def _refine_hyperplane(self, arr) -> None:
-        """Polish the summary-mode hyperplane with ``refine`` exact L-BFGS steps over all rows."""
-        root, mean, scale = exact_root(self, arr)
-        v, b = to_node_coordinates(self.v_, self.b_, mean, scale)
-        with single_threaded_blas():
-            hp = polish(root, v, b, self.alpha_, self._pursuit_params(), self.refine)
-        if hp is not None:
-            self.v_, self.b_ = to_original_coordinates(hp.v, hp.b, mean, scale) if self.standardize else (hp.v, hp.b)
-            self.relative_depth_, self.fval_, self.bandwidth_ = hp.relative_depth, hp.fval, hp.params["bandwidth"]
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
         return _side(X, self.v_, self.b_)

@@ -39,6 +39,7 @@ class Hyperplane(NamedTuple):
     relative_depth: float  #: relative depth of b (eq. 30; nan for PDDP)
     params: dict  #: resolved parameters (bandwidth, alpha reached, ...), JSON-serialisable
     n_evaluations: int = 0  #: objective evaluations spent
+    starts: tuple = ()  #: MDH: the unit normal each start reached (the best one is ``v``)
 
 
 def silverman_bandwidth(sigma_pc1: float, total_weight: float) -> float:
@@ -272,7 +273,8 @@ def minimum_density_hyperplane(
         params = {"bandwidth": h, "alpha": alpha, "eta": eta, "eps": eps}
         v, b = _canonical(u, split.b + float(objective.mean @ u))
         hyperplanes.append(Hyperplane(v, b, valid, math.exp(split.log_density), depth, params))
-    return best_of_starts(hyperplanes)._replace(n_evaluations=objective.n_evaluations)
+    best = best_of_starts(hyperplanes)
+    return best._replace(n_evaluations=objective.n_evaluations, starts=tuple(hp.v for hp in hyperplanes))
 
 
 def best_of_starts(hyperplanes: Sequence[Hyperplane]) -> Hyperplane:
