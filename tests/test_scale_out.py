@@ -110,7 +110,14 @@ def test_summary_mode_is_reproducible_given_random_state():
 
 @pytest.mark.parametrize(
     "name,k,refine,min_ari",
-    [("breastcancer", 2, 0, 0.93), ("breastcancer", 2, 5, 0.96), ("satellite", 6, 0, 0.89), ("satellite", 6, 5, 0.92)],
+    [
+        ("breastcancer", 2, 0, 0.93),
+        ("breastcancer", 2, 5, 0.96),
+        ("satellite", 6, 0, 0.89),
+        ("satellite", 6, 5, 0.92),
+        ("imageseg", 7, 0, 0.81),
+        ("imageseg", 7, 5, 0.98),
+    ],
 )
 def test_summary_agrees_with_exact_mode(name, k, refine, min_ari):
     """Summary mode at one microcluster per 20 rows against exact mode, pinned just below the measured
