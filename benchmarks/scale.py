@@ -37,6 +37,11 @@ from sklearn.metrics import adjusted_rand_score
 from lowdens_dask import MDHClustering
 
 K, D, CHUNK = 16, 32, 125_000
+POINTERS = (
+    "## Other acceptance measurements\n\n- Agreement of summary mode with exact mode: `benchmarks/results/agreement.md` "
+    "(`python benchmarks/agreement.py`).\n- Memory-bounded fit (two 800 MB workers, spilling off, a 2.4 GB zarr array): "
+    "`tests/test_scale_out.py::test_fit_over_array_three_times_a_workers_memory_limit`, run by `.ci/run`."
+)
 #: Fits and plain passes are timed this many times (median reported) up to REPEAT_MAX_N rows, once above.
 FIT_REPEATS = 3
 REPEAT_MAX_N = 10**7
@@ -208,6 +213,7 @@ def main(argv=None):
                                  fmt(r[f"{name}_ari"]), fmt(r[f"{name}_s"] / r["fit_s"], 2), fmt(r["ari"])])
         parts.append("## Peers (in memory, same data, same run)\n\n" + markdown_table(
             ["n", "peer", "peer time (s)", "peer peak RSS (GB)", "peer ARI", "peer time / our end-to-end", "our ARI"], prow))
+    parts.append(POINTERS)
     body = "\n\n".join(parts)
     path = write_markdown(args.output, "Scale-out: summary mode from zarr", command_line(), body)
     print(body)

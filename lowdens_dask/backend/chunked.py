@@ -87,6 +87,13 @@ def tree_reduce(parts: Sequence, combine: Callable, name: str):
     return parts[0]
 
 
+def map_reduce(name: str, fn: Callable, chunk_args: Sequence[tuple], combine: Callable):
+    """``combine`` of ``fn(*args)`` over the chunks' argument tuples: one named task per chunk
+    (``<name>-<i>``) and a tree reduction, computed at once."""
+    partial = [_delayed(fn)(*args, dask_key_name=f"{name}-{i}") for i, args in enumerate(chunk_args)]
+    return dask.compute(tree_reduce(partial, combine, name))[0]
+
+
 class Summary(NamedTuple):
     """What one summarising pass over the data returns."""
 
@@ -130,18 +137,10 @@ class ChunkedData:
         rng = np.random.default_rng(seed)
         seeds = rng.integers(0, 2**31 - 1, size=self.X.numblocks[0])
         blocks = self.X.to_delayed().ravel()
-        parts = [
-            dask.delayed(_chunk_microclusters, pure=True)(
-                block,
-                rows_per_microcluster,
-                max_per_chunk,
-                int(s),
-                dask_key_name=f"lowdens-summarise-{self._token}-{i}",
-            )
-            for i, (block, s) in enumerate(zip(blocks, seeds))
-        ]
-        total = tree_reduce(parts, _concat_summaries, f"lowdens-summarise-{self._token}")
-        counts, means, spread, n_rows, n_nonfinite = dask.compute(total)[0]
+        chunks = [(block, rows_per_microcluster, max_per_chunk, int(s)) for block, s in zip(blocks, seeds)]
+        counts, means, spread, n_rows, n_nonfinite = map_reduce(
+            f"lowdens-summarise-{self._token}", _chunk_microclusters, chunks, _concat_summaries
+        )
         return Summary(InMemoryData(means, counts, spread / means.shape[1]), int(n_rows), int(n_nonfinite))
 
     def label_rows(self, labeler: Callable, *args) -> da.Array:
@@ -177,6 +176,11 @@ def _apply_to_block(fn: Callable, x: np.ndarray, path: tuple, args: tuple):
 def _chunk_stats(x: np.ndarray, path: tuple):
     rows, _ = _node_rows(x, path)
     return np.float64(rows.shape[0]), rows.sum(axis=0), int(x.shape[0] - np.isfinite(x).all(axis=1).sum())
+
+
+def _chunk_weight_below(x: np.ndarray, path: tuple, v: np.ndarray, b: float) -> float:
+    rows, _ = _node_rows(x, path)
+    return float((rows @ v < b).sum())
 
 
 def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray) -> np.ndarray:
@@ -230,21 +234,15 @@ class Projections:
         self._passes += 1
         name = f"{self._name}-pass{self._passes}-{fn.__name__.strip('_')}"
         (args,) = _as_literals(args)
-        partial = [
-            _delayed(_apply_to_part)(fn, part, args, dask_key_name=f"{name}-{i}") for i, part in enumerate(self.parts)
-        ]
-        return dask.compute(tree_reduce(partial, combine, name))[0]
+        return map_reduce(name, _apply_to_part, [(fn, part, args) for part in self.parts], combine)
 
     def backproject(self, fn: Callable, *args) -> tuple[np.ndarray, np.ndarray]:
         """``(X_node.T @ G.T, G.sum(axis=1))`` for per-row weights ``G = fn(P, w, *args)`` (k, rows)."""
         self._passes += 1
         name = f"{self._name}-pass{self._passes}-backproject"
         path, args = _as_literals(self.node.path, args)
-        partial = [
-            _delayed(_chunk_backproject)(b, path, part, fn, args, dask_key_name=f"{name}-{i}")
-            for i, (b, part) in enumerate(zip(self.node.blocks, self.parts))
-        ]
-        return dask.compute(tree_reduce(partial, _sum, name))[0]
+        chunks = [(b, path, part, fn, args) for b, part in zip(self.node.blocks, self.parts)]
+        return map_reduce(name, _chunk_backproject, chunks, _sum)
 
 
 def _apply_to_part(fn: Callable, part: tuple, args: tuple):
@@ -286,10 +284,7 @@ class ChunkedNode:
     def _pass(self, fn: Callable, *args):
         name = f"lowdens-{fn.__name__.strip('_')}-{dask.base.tokenize(self.token, *args)[:12]}"
         path, args = _as_literals(self.path, args)
-        partial = [
-            _delayed(_apply_to_block)(fn, b, path, args, dask_key_name=f"{name}-{i}") for i, b in enumerate(self.blocks)
-        ]
-        return dask.compute(tree_reduce(partial, _sum, name))[0]
+        return map_reduce(name, _apply_to_block, [(fn, b, path, args) for b in self.blocks], _sum)
 
     def _row_stats(self):
         if self._stats is None:
@@ -334,6 +329,10 @@ class ChunkedNode:
     def total_scatter(self) -> float:
         """Sum of squared distances to the mean (Boley's PDDP scatter)."""
         return float(np.trace(self.scatter_matrix()))
+
+    def weight_below(self, v: np.ndarray, b: float) -> float:
+        """Total weight of the rows with ``x @ v < b`` (one pass)."""
+        return self._pass(_chunk_weight_below, np.asarray(v, dtype=np.float64), float(b))
 
     def projections(self, U: np.ndarray, offset: np.ndarray | None = None) -> Projections:
         """``X_node @ U - offset`` for a block of directions U (d, k), held in chunks."""

@@ -120,6 +120,10 @@ class InMemoryData:
         below = self.project(v) < b
         return self.take(below), self.take(~below)
 
+    def weight_below(self, v: np.ndarray, b: float) -> float:
+        """Total weight of the rows with ``x @ v < b``."""
+        return self.weighted_count(self.project(v) < b)
+
     def weighted_count(self, mask: np.ndarray) -> float:
         """Total weight of the rows selected by a boolean mask."""
         return float(self.weights[mask].sum())

@@ -162,20 +162,16 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route):
     return est
 
 
-def standardised_node(root: ChunkedNode) -> tuple[ChunkedNode, np.ndarray, np.ndarray]:
-    """The rows z-scored as by ``_validation.standardisation`` (divisor n - 1; constant columns keep
-    scale 1), lazily; returns the new root, the means and the scales."""
+def exact_frame(est, root: ChunkedNode) -> tuple[ChunkedNode, np.ndarray | None, np.ndarray | None]:
+    """The chunked rows in the frame exact mode fits them in: ``(root, mean, scale)``, z-scored lazily as
+    by ``_validation.standardisation`` (divisor n - 1; constant columns keep scale 1) if
+    ``est.standardize``, else unchanged with ``(None, None)``."""
+    if not est.standardize:
+        return root, None, None
     mean = root.mean()
     scale = np.sqrt(np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0))
     scale[scale == 0] = 1.0
     return ChunkedNode((root.X - mean) / scale), mean, scale
-
-
-def exact_root(est, arr: da.Array):
-    """The chunked rows as the exact-mode root node, z-scored from the rows if ``est.standardize``;
-    returns ``(root, mean, scale)`` (None, None without standardisation)."""
-    root = ChunkedNode(arr)
-    return standardised_node(root) if est.standardize else (root, None, None)
 
 
 def polish(data, hp, summary_frame, exact_frame, params: dict, iterations: int):

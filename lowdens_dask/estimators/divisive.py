@@ -21,13 +21,12 @@ from ..tree import ClusterTree
 from ._scale_out import (
     change_frame,
     check_scale_out_params,
-    exact_root,
+    exact_frame,
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
     polish,
     route_rows,
-    standardised_node,
     use_summary_mode,
 )
 from ._validation import (
@@ -98,17 +97,14 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             Z = (X - mean) / scale
             if spread is not None:  # per-dimension variance, approximately, in z-scored units
                 spread = spread / np.mean(scale**2)
-        exact = None if rows is None else exact_root(self, rows)
+        exact = None if rows is None else exact_frame(self, ChunkedNode(rows))
         with single_threaded_blas():
             self._grow_tree(InMemoryData(Z, weights, spread), mean, scale, parallel=spread is not None, exact=exact)
 
     def _grow_chunked(self, root: ChunkedNode) -> None:
         """Build ``tree_`` in exact mode over chunked rows: every node's pursuit passes over its rows."""
-        mean = scale = None
-        if self.standardize:
-            root, mean, scale = standardised_node(root)
         with single_threaded_blas():
-            self._grow_tree(root, mean, scale, parallel=False)
+            self._grow_tree(*exact_frame(self, root), parallel=False)
 
     def _grow_tree(self, root, mean, scale, parallel: bool, exact=None) -> None:
         """Grow the tree on ``root`` (rows or summaries, standardised by ``mean``/``scale`` if given).

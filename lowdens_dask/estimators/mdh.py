@@ -16,12 +16,11 @@ from ..backend.chunked import ChunkedNode
 from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
 from ._scale_out import (
     check_scale_out_params,
-    exact_root,
+    exact_frame,
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
     polish,
-    standardised_node,
     use_summary_mode,
 )
 from ._validation import (
@@ -166,10 +165,7 @@ class MDH(ClusterMixin, BaseEstimator):
         self._fit_data(InMemoryData(Z, weights, spread), mean, scale, rows)
 
     def _fit_node(self, root: ChunkedNode) -> None:
-        mean = scale = None
-        if self.standardize:
-            root, mean, scale = standardised_node(root)
-        self._fit_data(root, mean, scale)
+        self._fit_data(*exact_frame(self, root))
 
     def _fit_data(self, data, mean: np.ndarray | None, scale: np.ndarray | None, rows=None) -> None:
         v0 = self.v0
@@ -178,7 +174,7 @@ class MDH(ClusterMixin, BaseEstimator):
         with single_threaded_blas():
             hp = minimum_density_hyperplane(data, v0=v0, **self._pursuit_params())
             if rows is not None and hp.valid:
-                root, row_mean, row_scale = exact_root(self, rows)
+                root, row_mean, row_scale = exact_frame(self, ChunkedNode(rows))
                 polished = polish(root, hp, (mean, scale), (row_mean, row_scale), self._pursuit_params(), self.refine)
                 if polished is not None:
                     hp, mean, scale = polished[0], row_mean, row_scale

@@ -318,10 +318,7 @@ def pddp_hyperplane(data, *, min_size: float = 1) -> Hyperplane:
     _, vecs = data.leading_eigenvectors(1)
     u = vecs[:, 0]
     b = float(data.mean() @ u)
-    if hasattr(data, "projections"):
-        _, (left,) = passes.binned_kdes(data.projections(u), 1.0, [], [(0, b)])
-    else:
-        left = data.weighted_count(data.project(u) < b)
+    left = data.weight_below(u, b)
     right = data.total_weight - left
     return Hyperplane(u, b, min(left, right) >= min_size, math.nan, math.nan, {})
 
