@@ -138,3 +138,21 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+#: Reference figures measured on this machine class (see its README): PPCI's mddc, ncutdc, mcdc.
+ANCHORS_DIR = REPO_ROOT.parent / "shared" / "anchors"
+
+
+def load_anchors(name: str = "ppci-bundled.csv") -> dict[tuple[str, str], dict]:
+    """``{(dataset, method): {"seconds", "ARI", "V"}}`` from a reference-figures file of ``shared/anchors``."""
+    import csv
+
+    path = ANCHORS_DIR / name
+    if not path.exists():
+        raise SystemExit(f"Reference figures not found at {path}; benchmarks read them from shared/anchors.")
+    with open(path, newline="") as fh:
+        return {
+            (row["dataset"], row["method"]): {k: float(row[k]) for k in ("seconds", "ARI", "V")}
+            for row in csv.DictReader(fh)
+        }

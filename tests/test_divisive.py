@@ -154,10 +154,49 @@ def test_json_round_trip_reproduces_predictions_bit_for_bit(dermatology, fitted)
     assert "ixs" not in text and len(text) < 50_000  # no data rows stored
     restored = ClusterTree.from_json(text)
     np.testing.assert_array_equal(restored.predict(X), fitted.labels_)
-    for a, b in zip(fitted.tree_, restored):
-        assert a.id == b.id
-        if a.v is not None:
-            assert np.array_equal(a.v, b.v) and a.b == b.b
+    assert_same_tree(restored, fitted.tree_)
+
+
+def assert_same_tree(restored, original):
+    """Every field of every node, and the tree's own settings, are equal (NaN equals NaN)."""
+    assert (restored.n_features, restored.method, restored._next_id) == (
+        original.n_features,
+        original.method,
+        original._next_id,
+    )
+    assert restored.params == original.to_dict()["params"] and restored.params
+    assert sorted(restored.nodes) == sorted(original.nodes)
+    for node_id, a in original.nodes.items():
+        b = restored.nodes[node_id]
+        for name in ("id", "parent", "depth", "size", "children", "b", "method", "params"):
+            assert getattr(b, name) == getattr(a, name), (node_id, name)
+        for name in ("fval", "relative_depth"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert (x is None and y is None) or x == y or (np.isnan(x) and np.isnan(y)), (node_id, name)
+        assert (a.v is None and b.v is None) or np.array_equal(a.v, b.v), node_id
+
+
+@pytest.mark.parametrize("estimator", [DePDDP(n_clusters=4), PDDP(n_clusters=4)], ids=["depddp", "pddp"])
+def test_json_round_trip_keeps_every_field(dermatology, estimator):
+    X, _ = dermatology
+    tree = clone(estimator).fit(X).tree_
+    assert_same_tree(ClusterTree.from_json(tree.to_json()), tree)
+
+
+def test_split_after_reload_uses_the_fitted_settings(dermatology):
+    """A reloaded tree splits a leaf with the settings it was fitted with, not the library defaults."""
+    X, _ = dermatology
+    model = MDHClustering(n_clusters=3, min_size=30, alphas=(0.01, 0.2, 0.4)).fit(X)
+    original = model.tree_
+    restored = ClusterTree.from_json(original.to_json())
+    assert_same_tree(restored, original)
+    leaf = max(original.leaves(), key=lambda n: n.size).id
+    a = original.split(leaf, X)
+    b = restored.split(leaf, X)
+    assert b.params["alpha"] <= 0.4 and b.params == a.params
+    assert np.array_equal(a.v, b.v) and a.b == b.b
+    assert [restored.nodes[c].size for c in b.children] == [original.nodes[c].size for c in a.children]
+    assert min(restored.nodes[c].size for c in b.children) >= 30
 
 
 def test_unknown_schema_version_is_refused(fitted):
@@ -230,3 +269,64 @@ def test_vmeasure_regression_against_ppci(name, k, ppci):
         warnings.simplefilter("ignore", UserWarning)  # constant columns in optidigits
         model = MDHClustering(n_clusters=k).fit(X)
     assert v_measure_score(y, model.labels_) >= ppci - 0.03
+
+
+# ------------------------------------------------------------------------------------------ split indices
+
+
+def _splits_in_order(tree):
+    """Each internal node with the leaves that existed when it was split (children ids grow with each split)."""
+    leaves = {0}
+    for node in sorted((n for n in tree if not n.is_leaf), key=lambda n: n.children[0]):
+        yield node, [tree.nodes[i] for i in sorted(leaves)]
+        leaves.remove(node.id)
+        leaves.update(node.children)
+
+
+#: What each split index maximises over the leaves whose (would-be) split is known and valid.
+SPLIT_RULES = {"size": lambda n: n.size, "fval": lambda n: -n.fval, "rdepth": lambda n: n.relative_depth}
+
+
+@pytest.mark.parametrize(
+    "estimator,rule",
+    [
+        (MDHClustering(n_clusters=6, split_index="size"), "size"),
+        (MDHClustering(n_clusters=6, split_index="fval"), "fval"),
+        (MDHClustering(n_clusters=6, split_index="rdepth"), "rdepth"),
+        (DePDDP(n_clusters=6), "fval"),  # dePDDP's own rule: the lowest density minimum
+    ],
+    ids=["mdh-size", "mdh-fval", "mdh-rdepth", "depddp"],
+)
+def test_split_index_picks_the_documented_leaf(dermatology, estimator, rule):
+    """Replaying the growth, every split is made on the leaf that the index ranks first among the leaves
+    with a known valid split (leaves keep their would-be splits, so the ranking can be recomputed)."""
+    X, _ = dermatology
+    tree = clone(estimator).fit(X).tree_
+    key = SPLIT_RULES[rule]
+    steps = list(_splits_in_order(tree))
+    assert len(steps) == 5
+    for node, leaves in steps:
+        known = [leaf for leaf in leaves if leaf.v is not None]
+        assert node in known
+        assert key(node) == max(key(leaf) for leaf in known), (node.id, [(n.id, key(n)) for n in known])
+
+
+def test_the_three_split_indices_disagree_on_dermatology(dermatology):
+    """The data of the test above is one where the three rules choose different leaves: at the last split
+    of the "fval" tree, the largest leaf, the lowest density minimum and the largest relative depth are
+    three different leaves, and the three trees differ."""
+    X, _ = dermatology
+    models = {rule: MDHClustering(n_clusters=6, split_index=rule).fit(X) for rule in SPLIT_RULES}
+    _, leaves = list(_splits_in_order(models["fval"].tree_))[-1]
+    known = [leaf for leaf in leaves if leaf.v is not None]
+    chosen = {rule: max(known, key=key).id for rule, key in SPLIT_RULES.items()}
+    assert len(set(chosen.values())) == 3, chosen
+    partitions = {rule: tuple(m.labels_) for rule, m in models.items()}
+    assert partitions["fval"] != partitions["size"] != partitions["rdepth"]
+
+
+def test_fval_index_prefers_the_lowest_density(dermatology):
+    """On dermatology the "fval" rule gives a better partition than its reversal would (issue 7: 0.885 vs 0.71)."""
+    X, y = dermatology
+    assert v_measure_score(y, MDHClustering(n_clusters=6, split_index="fval").fit(X).labels_) > 0.85
+    assert v_measure_score(y, DePDDP(n_clusters=6).fit(X).labels_) > 0.75

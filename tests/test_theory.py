@@ -232,3 +232,43 @@ def test_mdh_estimator_at_small_bandwidth_finds_the_max_margin_partition():
     part = centred @ v_m < b_m
     assert np.array_equal(model.labels_ == 0, part) or np.array_equal(model.labels_ == 1, part)
     assert margin_of(X, model.v_, model.b_) >= 0.95 * feasible_margin(centred @ v_m)[0]
+
+
+def test_eq30_relative_depth_from_logs_by_hand():
+    """rd = min(I(m_left), I(m_right)) / I(b) - 1 (eq. 30): densities 0.5 and 0.3 at the modes, 0.1 at b."""
+    from lowdens_dask.indices.density import relative_depth_from_logs
+
+    assert relative_depth_from_logs(math.log(0.1), math.log(0.5), math.log(0.3)) == pytest.approx(2.0, rel=1e-12)
+    assert relative_depth_from_logs(math.log(0.1), math.log(0.3), math.log(0.5)) == pytest.approx(2.0, rel=1e-12)
+    assert relative_depth_from_logs(math.log(0.4), math.log(0.3), math.log(0.5)) == 0.0  # b above a mode
+
+
+def test_eq30_relative_depth_of_a_three_point_kde():
+    """Relative depth of b = 0 for the KDE of p = (-1, 1, 1), h = 0.5 (in memory, and over chunks), against
+    modes found by root-finding on the derivative of the directly summed density."""
+    import dask.array as da
+
+    from lowdens_dask.backend.chunked import ChunkedNode
+    from lowdens_dask.indices import density_passes
+    from lowdens_dask.indices.density import relative_depth_from_logs
+
+    p, h = np.array([-1.0, 1.0, 1.0]), 0.5
+
+    def kde(x):
+        return np.exp(-((x - p) ** 2) / (2 * h * h)).sum() / (p.size * h * math.sqrt(2 * math.pi))
+
+    def slope(x):
+        return ((p - x) * np.exp(-((x - p) ** 2) / (2 * h * h))).sum()
+
+    left = optimize.brentq(slope, -1.5, -0.5, xtol=1e-14)
+    right = optimize.brentq(slope, 0.5, 1.5, xtol=1e-14)
+    expected = min(kde(left), kde(right)) / kde(0.0) - 1.0
+    assert kde(left) < kde(right)  # so min and max differ
+    assert MinimumDensityIndex(h).relative_depth(p, np.ones(3), 0.0) == pytest.approx(expected, rel=1e-8)
+    assert MinimumDensityIndex(h).relative_depth(p, np.ones(3), 2.0) == 0.0  # no mode on the right of b
+
+    proj = ChunkedNode(da.from_array(p[:, None], chunks=(2, 1))).projections(np.ones((1, 1)))
+    mom = density_passes.projection_moments(proj)
+    ((below, log_b, log_mode),) = density_passes.split_statistics(proj, mom, h, [0.0])
+    assert below == 1.0
+    assert relative_depth_from_logs(log_b, log_mode, log_mode) == pytest.approx(expected, rel=1e-8)
