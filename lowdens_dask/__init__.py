@@ -6,9 +6,39 @@ estimators.
 
 # SPDX-License-Identifier: BSD-3-Clause
 
-from .estimators import MDH, PDDP, DePDDP, MDHClustering
+from .estimators import (
+    IPDDP,
+    MCH,
+    MDH,
+    METHODS,
+    PDDP,
+    DePDDP,
+    MCClustering,
+    MCProjection,
+    MDHClustering,
+    MDHProjection,
+    NCutClustering,
+    NCutH,
+    NCutProjection,
+)
 from .tree import ClusterTree
 
 __version__ = "0.1.0"
 
-__all__ = ["MDH", "PDDP", "ClusterTree", "DePDDP", "MDHClustering", "__version__"]
+__all__ = [
+    "IPDDP",
+    "MCH",
+    "MDH",
+    "METHODS",
+    "PDDP",
+    "ClusterTree",
+    "DePDDP",
+    "MCClustering",
+    "MCProjection",
+    "MDHClustering",
+    "MDHProjection",
+    "NCutClustering",
+    "NCutH",
+    "NCutProjection",
+    "__version__",
+]

@@ -86,7 +86,7 @@ def test_n_clusters_none_splits_until_no_valid_split():
 def test_too_many_clusters_warns_and_returns_fewer():
     X, _ = blobs(k=2, n_per=30, d=2, seed=2)
     with pytest.warns(UserWarning, match="Only .* clusters could be formed"):
-        model = MDHClustering(n_clusters=50, min_size=10).fit(X)
+        model = MDHClustering(n_clusters=50, min_size=10, force_n_clusters=False).fit(X)
     assert 2 <= model.n_clusters_ < 50
     assert len(np.unique(model.labels_)) == model.n_clusters_
 
@@ -108,14 +108,14 @@ def test_depddp_splits_at_density_gap():
     np.testing.assert_array_equal(np.bincount(model.labels_), [100, 400])
     root = model.tree_.root
     assert abs(root.b / root.v[0]) < 4.0  # the density minimum lies in the gap, not at the mean (8.4)
-    assert DePDDP(n_clusters=4).fit(X).n_clusters_ >= 2
+    assert DePDDP(n_clusters=4, force_n_clusters=False).fit(X).n_clusters_ >= 2
 
 
 def test_depddp_unimodal_data_does_not_split():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(3000, 2)) * [2.0, 1.0]
     with pytest.warns(UserWarning, match="Only 1 clusters"):
-        model = DePDDP(n_clusters=2).fit(X)
+        model = DePDDP(n_clusters=2, force_n_clusters=False).fit(X)
     assert model.n_clusters_ == 1
 
 
@@ -150,7 +150,7 @@ def test_json_round_trip_reproduces_predictions_bit_for_bit(dermatology, fitted)
     X, _ = dermatology
     text = fitted.tree_.to_json()
     payload = json.loads(text)
-    assert payload["schema_version"] == 1
+    assert payload["schema_version"] == 2
     assert "ixs" not in text and len(text) < 50_000  # no data rows stored
     restored = ClusterTree.from_json(text)
     np.testing.assert_array_equal(restored.predict(X), fitted.labels_)
@@ -168,11 +168,11 @@ def assert_same_tree(restored, original):
     assert sorted(restored.nodes) == sorted(original.nodes)
     for node_id, a in original.nodes.items():
         b = restored.nodes[node_id]
-        for name in ("id", "parent", "depth", "size", "children", "b", "method", "params"):
+        for name in ("id", "parent", "depth", "size", "children", "rule", "method", "params", "forced"):
             assert getattr(b, name) == getattr(a, name), (node_id, name)
-        for name in ("fval", "relative_depth"):
-            x, y = getattr(a, name), getattr(b, name)
-            assert (x is None and y is None) or x == y or (np.isnan(x) and np.isnan(y)), (node_id, name)
+        assert a.stats.keys() == b.stats.keys(), node_id
+        for name, x in a.stats.items():
+            assert x == b.stats[name] or (np.isnan(x) and np.isnan(b.stats[name])), (node_id, name)
         assert (a.v is None and b.v is None) or np.array_equal(a.v, b.v), node_id
 
 
@@ -197,6 +197,21 @@ def test_split_after_reload_uses_the_fitted_settings(dermatology):
     assert np.array_equal(a.v, b.v) and a.b == b.b
     assert [restored.nodes[c].size for c in b.children] == [original.nodes[c].size for c in a.children]
     assert min(restored.nodes[c].size for c in b.children) >= 30
+
+
+def test_schema_version_1_is_read(dermatology, fitted):
+    """Trees written before split rules (v and b, fval and relative_depth as node fields) still load."""
+    X, _ = dermatology
+    payload = fitted.tree_.to_dict()
+    payload["schema_version"] = 1
+    for item in payload["nodes"]:
+        if "rule" in item:
+            rule, stats = item.pop("rule"), item.pop("stats")
+            del item["forced"]
+            item.update(v=rule["v"], b=rule["b"], fval=stats["fval"], relative_depth=stats["relative_depth"])
+    restored = ClusterTree.from_dict(json.loads(json.dumps(payload)))
+    assert_same_tree(restored, fitted.tree_)
+    np.testing.assert_array_equal(restored.predict(X), fitted.labels_)
 
 
 def test_unknown_schema_version_is_refused(fitted):

@@ -31,7 +31,7 @@ def subtree(tree, node_id):
 def test_hand_built_tree_routes_ties_to_child_1():
     e1 = np.array([0.0, 1.0, 0.0])
     tree = ClusterTree(3, method="pddp")
-    tree.add_split(0, "pddp", Hyperplane(e1, 0.25, True, math.nan, math.nan, {}), (1.0, 1.0))
+    tree.add_split(0, "pddp", Hyperplane(e1, 0.25, True, {}, {}), (1.0, 1.0))
     X = np.array([[5.0, 0.25, -3.0], [5.0, np.nextafter(0.25, -1.0), -3.0], [-2.0, 0.5, 1.0]])
     np.testing.assert_array_equal(tree.apply(X), [2, 1, 2])
     np.testing.assert_array_equal(tree.predict(X), [1, 0, 1])

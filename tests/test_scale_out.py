@@ -269,7 +269,9 @@ def test_parallel_growth_equals_serial_growth():
     from lowdens_dask.estimators._scale_out import as_chunked, summarise
 
     summary = summarise(model, as_chunked(model, X), np.random.RandomState(0).randint(2**31 - 1))
-    model._grow_tree(summary.data, None, None, parallel=False)
+    from lowdens_dask.backend.frame import Frame
+
+    model._fit_data(summary.data, Frame(), False, None)
     serial = model.tree_
     assert [(n.id, n.children, n.size) for n in parallel] == [(n.id, n.children, n.size) for n in serial]
     for a, b in zip(parallel, serial):

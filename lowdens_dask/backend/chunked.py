@@ -228,6 +228,7 @@ class Projections:
         ]
         self.parts = dask.persist(*parts)
         self._passes = 0
+        self._chunk_rows: list[int] | None = None
 
     def reduce(self, fn: Callable, combine: Callable, *args):
         """``combine`` of ``fn(P, w, *args)`` over the chunks, by a tree reduction."""
@@ -236,6 +237,29 @@ class Projections:
         (args,) = _as_literals(args)
         return map_reduce(name, _apply_to_part, [(fn, part, args) for part in self.parts], combine)
 
+    @property
+    def total_weight(self) -> float:
+        return self.node.total_weight
+
+    def gather(self) -> tuple[np.ndarray, np.ndarray]:
+        """All projections on the client: ``(P, w)`` with P of shape (k, rows), in chunk order (one float per
+        row and direction; for indices that need the sorted projections)."""
+        parts = dask.compute(*self.parts)
+        self._chunk_rows = [part[1].shape[0] for part in parts]
+        return np.concatenate([part[0] for part in parts], axis=1), np.concatenate([part[1] for part in parts])
+
+    def backproject_values(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(X_node.T @ G.T, G.sum(axis=1))`` for per-row weights G (k, rows) in the order of :meth:`gather`."""
+        if self._chunk_rows is None:
+            self.gather()
+        ends = np.cumsum(self._chunk_rows)
+        pieces = [np.ascontiguousarray(G[:, end - rows : end]) for rows, end in zip(self._chunk_rows, ends)]
+        self._passes += 1
+        name = f"{self._name}-pass{self._passes}-backproject-values"
+        (path,) = _as_literals(self.node.path)
+        chunks = [(b, path, (piece,), _given, ()) for b, piece in zip(self.node.blocks, pieces)]
+        return map_reduce(name, _chunk_backproject, chunks, _sum)
+
     def backproject(self, fn: Callable, *args) -> tuple[np.ndarray, np.ndarray]:
         """``(X_node.T @ G.T, G.sum(axis=1))`` for per-row weights ``G = fn(P, w, *args)`` (k, rows)."""
         self._passes += 1
@@ -243,6 +267,10 @@ class Projections:
         path, args = _as_literals(self.node.path, args)
         chunks = [(b, path, part, fn, args) for b, part in zip(self.node.blocks, self.parts)]
         return map_reduce(name, _chunk_backproject, chunks, _sum)
+
+
+def _given(G: np.ndarray) -> np.ndarray:
+    return G
 
 
 def _apply_to_part(fn: Callable, part: tuple, args: tuple):
@@ -271,6 +299,8 @@ class ChunkedNode:
     """
 
     within_variance = 0.0
+    #: Rows are held in chunks: every operation is a pass over them.
+    chunked = True
 
     def __init__(self, X: da.Array, path: tuple = ()):
         self.X = X

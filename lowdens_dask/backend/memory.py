@@ -35,6 +35,9 @@ class InMemoryData:
         approximates the KDE of the rows they stand for.
     """
 
+    #: Rows are in memory: pursuit evaluates whole arrays (see ``ChunkedNode`` for rows held in chunks).
+    chunked = False
+
     def __init__(self, X: np.ndarray, weights: np.ndarray | None = None, spread: np.ndarray | None = None):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         n = self.X.shape[0]

@@ -1,6 +1,26 @@
-"""scikit-learn compatible estimators."""
+"""scikit-learn compatible estimators, and the registry of methods by name."""
 
-from .divisive import PDDP, DePDDP, MDHClustering
+from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
+from .ncut import NCutClustering, NCutH
+from .projection import MCProjection, MDHProjection, NCutProjection
+from .registry import METHODS, Method, get_method
+from .variance_ratio import MCClustering, MCH
 
-__all__ = ["MDH", "PDDP", "DePDDP", "MDHClustering"]
+__all__ = [
+    "IPDDP",
+    "MCH",
+    "MDH",
+    "METHODS",
+    "PDDP",
+    "DePDDP",
+    "MCClustering",
+    "MCProjection",
+    "MDHClustering",
+    "MDHProjection",
+    "Method",
+    "NCutClustering",
+    "NCutH",
+    "NCutProjection",
+    "get_method",
+]

@@ -43,9 +43,8 @@ from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import ChunkedNode, Summary
-from ..pursuit import minimum_density_hyperplane
+from ..backend.frame import Frame
 from ..tree import ClusterTree
-from ._validation import to_node_coordinates, to_original_coordinates
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
 MAX_MICROCLUSTERS_PER_CHUNK = 64
@@ -162,43 +161,16 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route):
     return est
 
 
-def exact_frame(est, root: ChunkedNode) -> tuple[ChunkedNode, np.ndarray | None, np.ndarray | None]:
-    """The chunked rows in the frame exact mode fits them in: ``(root, mean, scale)``, z-scored lazily as
-    by ``_validation.standardisation`` (divisor n - 1; constant columns keep scale 1) if
-    ``est.standardize``, else unchanged with ``(None, None)``."""
+def exact_frame(est, root: ChunkedNode) -> tuple[ChunkedNode, Frame]:
+    """The chunked rows in the frame exact mode fits them in: ``(root, frame)``, z-scored lazily as by
+    ``_validation.standardisation`` (divisor n - 1; constant columns keep scale 1) if ``est.standardize``,
+    else unchanged with the identity frame."""
     if not est.standardize:
-        return root, None, None
+        return root, Frame()
     mean = root.mean()
     scale = np.sqrt(np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0))
     scale[scale == 0] = 1.0
-    return ChunkedNode((root.X - mean) / scale), mean, scale
-
-
-def polish(data, hp, summary_frame, exact_frame, params: dict, iterations: int):
-    """Polish a summary-mode MDH hyperplane with exact passes over the node's rows (``refine``).
-
-    ``iterations`` L-BFGS steps at the summary alpha from every start's summary direction at once (one
-    pass serves all of them); the start with the largest exact relative depth wins. ``summary_frame``
-    and ``exact_frame`` are the ``(mean, scale)`` standardisations (None, None for none) of the summary
-    and of the rows. Returns ``(hyperplane in the rows' frame, the same in the summary's frame)``, or
-    None if no polished start is a valid split.
-    """
-    if data.n_samples < 2:
-        return None
-    starts = np.column_stack([change_frame(v, 0.0, summary_frame, exact_frame)[0] for v in hp.starts or (hp.v,)])
-    params = {**params, "v0": starts, "alphas": (hp.params["alpha"],), "maxiter": iterations}
-    polished = minimum_density_hyperplane(data, **params)
-    if not polished.valid:
-        return None
-    v, b = change_frame(polished.v, polished.b, exact_frame, summary_frame)
-    return polished, polished._replace(v=v, b=b)
-
-
-def change_frame(v: np.ndarray, b: float, source, target) -> tuple[np.ndarray, float]:
-    """The hyperplane v.z = b of the standardised frame ``source = (mean, scale)`` in the frame ``target``."""
-    if source[0] is not None:
-        v, b = to_original_coordinates(v, b, *source)
-    return to_node_coordinates(v, b, *target)
+    return ChunkedNode((root.X - mean) / scale), Frame(mean, scale)
 
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:

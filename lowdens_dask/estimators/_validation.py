@@ -66,22 +66,6 @@ def standardisation(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.
     return mean, scale
 
 
-def to_original_coordinates(v: np.ndarray, b: float, mean: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, float]:
-    """Map a hyperplane v.z = b in z-scored coordinates z = (x - mean)/scale back to x coordinates."""
-    w = v / scale
-    norm = np.linalg.norm(w)
-    return w / norm, float((b + w @ mean) / norm)
-
-
-def to_node_coordinates(v: np.ndarray, b: float, mean, scale) -> tuple[np.ndarray, float]:
-    """A hyperplane v.x = b in the coordinates z = (x - mean) / scale (inverse of to_original_coordinates)."""
-    if mean is None:
-        return v, b
-    w = v * scale
-    norm = np.linalg.norm(w)
-    return w / norm, float((b - v @ mean) / norm)
-
-
 def check_positive_int(value, name: str, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return

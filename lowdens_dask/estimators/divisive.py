@@ -5,63 +5,64 @@
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from collections.abc import Callable, Sequence
 
-import dask
 import numpy as np
-from dask.base import tokenize
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..backend import InMemoryData, as_dask_array
-from ..backend.chunked import ChunkedNode
-from ..pursuit import DEFAULT_ALPHAS, Hyperplane, best_of_starts, find_hyperplane
-from ..tree import ClusterTree
+from ..backend import as_dask_array
+from ..indices import DEFAULT_ALPHAS
+from ..pursuit import Hyperplane
+from ..tree.grower import grow_tree
+from ._base import TreeFitMixin
 from ._scale_out import (
-    change_frame,
     check_scale_out_params,
-    exact_frame,
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
-    polish,
     route_rows,
     use_summary_mode,
 )
-from ._validation import (
-    check_fit_input,
-    check_mdh_params,
-    check_positive_int,
-    single_threaded_blas,
-    standardisation,
-    to_original_coordinates,
-)
+from ._validation import check_fit_input, check_mdh_params, check_positive_int
 
 
-class _DivisiveClustering(ClusterMixin, BaseEstimator):
-    """Grow a ClusterTree by repeatedly splitting the leaf with the largest split index.
+class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
+    """Grow a ClusterTree by repeatedly splitting the leaf with the largest split index
+    (:func:`lowdens_dask.tree.grower.grow_tree`).
 
-    Each node is re-centred and its hyperplane (PCs, bandwidth) recomputed from its own rows. A leaf
-    whose hyperplane is not valid (fewer than ``min_size`` points on a side, or for MDH no density
-    minimum) is never split. With ``split_index="size"`` a leaf's hyperplane is computed only when it
-    is the largest splittable leaf, which gives the same tree as computing every leaf eagerly.
+    Each node is re-centred and its split (PCs, bandwidth or scale) recomputed from its own rows. A leaf
+    whose split is not valid is split only by ``force_n_clusters``. With ``split_index="size"`` a leaf's
+    split is computed only when it is the largest splittable leaf, which gives the same tree as computing
+    every leaf eagerly.
+
+    ``labels_`` is a numpy array for in-memory input, and a Dask array for Dask or zarr input (backed by
+    ``labels_store`` when given), as in dask-ml. ``tree_`` is the fitted tree itself: editing it (prune,
+    split) changes what ``predict`` returns, while ``labels_`` and ``n_clusters_`` keep describing the fit
+    (recompute them with ``tree_.predict(X)`` and ``tree_.n_leaves``).
     """
 
     _method: str
-    _split_indices: tuple[str, ...]
+    #: Split indices by name: ``(node, data, hyperplane) -> number``, larger first.
+    _split_indices: dict
 
-    def _hyperplane_params(self) -> dict:
+    def _index_params(self) -> dict:
         raise NotImplementedError
 
     def _check_params(self) -> None:
-        check_positive_int(self.n_clusters, "n_clusters", allow_none=True)
+        name = type(self).__name__
+        check_positive_int(self.n_clusters, f"{name}: n_clusters", allow_none=True)
         if not (callable(self.split_index) or self.split_index in self._split_indices):
             raise ValueError(
-                f"split_index must be one of {self._split_indices} or a callable; got {self.split_index!r}."
+                f"{name}: split_index must be one of {tuple(self._split_indices)} or a callable; "
+                f"got {self.split_index!r}."
             )
-        if not self.min_size > 0:
-            raise ValueError(f"min_size must be a positive number; got {self.min_size!r}.")
+        if not (isinstance(self.min_size, numbers.Real) and self.min_size > 0):
+            raise ValueError(f"{name}: min_size must be a positive number; got {self.min_size!r}.")
+        if not isinstance(self.force_n_clusters, (bool, np.bool_)):
+            raise ValueError(f"{name}: force_n_clusters must be True or False; got {self.force_n_clusters!r}.")
 
     def fit(self, X, y=None, sample_weight=None):
         """Grow the tree on X; ``labels_`` are the leaves' labels (tree order).
@@ -72,147 +73,50 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
         self._check_params()
         check_scale_out_params(self)
         if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._grow, lambda arr: route_rows(self.tree_, arr))
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
         if is_chunked_input(X):
-            return fit_exact_chunked(
-                self, X, sample_weight, self._grow_chunked, lambda arr: route_rows(self.tree_, arr)
-            )
+            return fit_exact_chunked(self, X, sample_weight, self._fit_node, lambda arr: route_rows(self.tree_, arr))
         X, weights = check_fit_input(self, X, sample_weight)
-        self._grow(X, weights)
+        self._fit_rows(X, weights)
         self.labels_ = self.tree_.predict(X)
         return self
 
-    def _grow(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
-        """Build ``tree_`` and ``n_clusters_`` from (weighted) rows in memory.
-
-        In summary mode (``spread`` given) the two children of every split are split at once, each
-        restart a concurrent Dask task, so the tree grows in parallel on a cluster; with the "size"
-        index this gives the same tree as the lazy serial order. With ``rows`` (the chunked array, for
-        ``refine``) every split is polished by exact passes over its node's rows before it is made.
-        """
-        mean = scale = None
-        Z = X
-        if self.standardize:
-            mean, scale = standardisation(X, weights)
-            Z = (X - mean) / scale
-            if spread is not None:  # per-dimension variance, approximately, in z-scored units
-                spread = spread / np.mean(scale**2)
-        exact = None if rows is None else exact_frame(self, ChunkedNode(rows))
-        with single_threaded_blas():
-            self._grow_tree(InMemoryData(Z, weights, spread), mean, scale, parallel=spread is not None, exact=exact)
-
-    def _grow_chunked(self, root: ChunkedNode) -> None:
-        """Build ``tree_`` in exact mode over chunked rows: every node's pursuit passes over its rows."""
-        with single_threaded_blas():
-            self._grow_tree(*exact_frame(self, root), parallel=False)
-
-    def _grow_tree(self, root, mean, scale, parallel: bool, exact=None) -> None:
-        """Grow the tree on ``root`` (rows or summaries, standardised by ``mean``/``scale`` if given).
-
-        ``exact = (node, mean, scale)``: the chunked rows in their own standardisation, for ``refine``.
-        """
-        params = self._hyperplane_params()
-        tree = ClusterTree(root.n_features, self._method, params, root_size=root.total_weight)
-        leaves = {0: root}  # leaf id -> its rows (in the coordinates the finder sees)
-        exact_leaves = {} if exact is None else {0: exact[0]}  # leaf id -> its chunked rows (refine)
-        found: dict[int, Hyperplane | None] = {}  # leaf id -> would-be split in those coordinates, or None
-        target = math.inf if self.n_clusters is None else self.n_clusters
-        token = tokenize(root.token, params)[:8]
-
-        def compute(leaf_id: int) -> Hyperplane | None:
-            return _valid_split(self._method, leaves[leaf_id], params, self.min_size)
-
-        def compute_children(node_id: int) -> None:
-            """Summary mode: split both new leaves at once, each restart of each leaf a named Dask task."""
-            children = tree.nodes[node_id].children
-            jobs = [(c, j) for c in children for j in _restarts(self._method, params, leaves[c])]
-            keys = [f"lowdens-split-node-{c}-start-{j}-{token}" for c, j in jobs]
-            client = _distributed_client()
-            if client is not None:  # ship the leaves' rows once, not inside the task graph
-                data = dict(zip(children, client.scatter([leaves[c] for c in children])))
-                futures = [
-                    client.submit(_split_from_start, self._method, data[c], params, self.min_size, j, key=k)
-                    for (c, j), k in zip(jobs, keys)
-                ]
-                results = client.gather(futures)
-            else:
-                tasks = [
-                    dask.delayed(_split_from_start, pure=True)(
-                        self._method, leaves[c], params, self.min_size, j, dask_key_name=k
-                    )
-                    for (c, j), k in zip(jobs, keys)
-                ]
-                results = dask.compute(*tasks)
-            for c in children:
-                found[c] = _valid_best([r for (cc, _), r in zip(jobs, results) if cc == c])
-
-        n_leaves = 1
-        while n_leaves < target:
-            candidates = [leaf for leaf in leaves if found.get(leaf, True) is not None]
-            if not candidates:
-                break
-            if self.split_index != "size":
-                for leaf in candidates:
-                    if leaf not in found:
-                        found[leaf] = compute(leaf)
-                candidates = [leaf for leaf in candidates if found[leaf] is not None]
-                if not candidates:
-                    break
-            leaf = max(candidates, key=lambda k: self._index_value(tree.nodes[k], leaves[k], found.get(k)))
-            if leaf not in found:
-                found[leaf] = compute(leaf)
-            hp = found[leaf]
-            if hp is None:
-                continue
-            data = leaves.pop(leaf)
-            original = self._to_original(hp, mean, scale)
-            row_parts = None
-            if exact is not None:  # refine: polish the split on the node's rows, then split both
-                rows = exact_leaves.pop(leaf)
-                polished = polish(rows, hp, (mean, scale), exact[1:], params, self.refine)
-                if polished is not None:
-                    original = self._to_original(polished[0], *exact[1:])
-                    hp = polished[1]
-                row_parts = rows.split(*change_frame(original.v, original.b, (None, None), exact[1:]))
-            parts = data.split(hp.v, hp.b)
-            sizes = [part.total_weight for part in (row_parts or parts)]
-            node = tree.add_split(leaf, self._method, original, sizes)
-            leaves.update(zip(node.children, parts))
-            if row_parts is not None:
-                exact_leaves.update(zip(node.children, row_parts))
-            n_leaves += 1
-            if parallel and n_leaves < target:
-                compute_children(node.id)
-        for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
-            if hp is not None and leaf in leaves:
-                tree.nodes[leaf].set_hyperplane(self._method, self._to_original(hp, mean, scale))
-        if self.n_clusters is not None and n_leaves < self.n_clusters:
+    def _fit_data(self, data, frame, parallel: bool, refine) -> None:
+        growth = grow_tree(
+            data,
+            self._method,
+            self._index_params(),
+            n_clusters=self.n_clusters,
+            rank=self._rank,
+            lazy=self.split_index == "size",
+            min_size=self.min_size,
+            frame=frame,
+            force=bool(self.force_n_clusters) and self.n_clusters is not None,
+            parallel=parallel,
+            refine=refine,
+        )
+        if growth.n_forced:
             warnings.warn(
-                f"Only {n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
-                f"has a valid {self._method} split.",
+                f"{growth.n_forced} of the {growth.n_leaves - 1} splits were forced to reach n_clusters="
+                f"{self.n_clusters}: no leaf had a valid {self._method} split (they are marked forced in tree_; "
+                "force_n_clusters=False stops at the last valid split).",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
-        self.tree_ = tree
-        self.n_clusters_ = n_leaves
+        if self.n_clusters is not None and growth.n_leaves < self.n_clusters:
+            warnings.warn(
+                f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
+                f"has a{' forced' if self.force_n_clusters else ' valid'} {self._method} split.",
+                UserWarning,
+                stacklevel=4,
+            )
+        self.tree_ = growth.tree
+        self.n_clusters_ = growth.n_leaves
 
-    def _to_original(self, hp: Hyperplane, mean, scale) -> Hyperplane:
-        if not self.standardize:
-            return hp
-        v, b = to_original_coordinates(hp.v, hp.b, mean, scale)
-        return hp._replace(v=v, b=b)
-
-    def _index_value(self, node, data: InMemoryData, hp: Hyperplane | None) -> float:
-        index = self.split_index
-        if index == "size":
-            return node.size
-        if index == "fval":
-            return 1.0 / hp.fval if hp.fval > 0 else math.inf
-        if index == "rdepth":
-            return hp.relative_depth
-        if index == "scatter":
-            return data.total_scatter()
-        return float(index(data.X, hp))
+    def _rank(self, node, data, hp: Hyperplane | None) -> float:
+        if callable(self.split_index):
+            return float(self.split_index(data.X, hp))
+        return self._split_indices[self.split_index](node, data, hp)
 
     def predict(self, X):
         """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
@@ -221,6 +125,22 @@ class _DivisiveClustering(ClusterMixin, BaseEstimator):
             return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return self.tree_.predict(X)
+
+
+def _size(node, data, hp) -> float:
+    return node.size
+
+
+def _lowest_density(node, data, hp) -> float:
+    return 1.0 / hp.fval if hp.fval > 0 else math.inf
+
+
+def _relative_depth(node, data, hp) -> float:
+    return hp.relative_depth
+
+
+def _scatter(node, data, hp) -> float:
+    return data.total_scatter()
 
 
 class MDHClustering(_DivisiveClustering):
@@ -232,13 +152,17 @@ class MDHClustering(_DivisiveClustering):
     Parameters
     ----------
     n_clusters : int or None, default=8
-        Number of leaves to grow. None splits until no leaf has a valid split. If the data cannot
-        give ``n_clusters`` leaves a warning is issued and fewer are returned.
+        Number of leaves to grow. None splits until no leaf has a valid split.
     split_index : {"size", "fval", "rdepth"} or callable, default="size"
         Which leaf to split next: the largest, the one whose hyperplane has the lowest density, or the
         largest relative depth. A callable receives ``(X_leaf, hyperplane)`` and returns a number.
     min_size : float, default=1
         Each side of a split must hold at least this many points (total weight).
+    force_n_clusters : bool, default=True
+        When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, split the leaf the split
+        index prefers with the best hyperplane found for it (the node is marked ``forced`` in ``tree_``)
+        and warn once. False stops at the last valid split (PPCI's ``mddc``; a warning says how many
+        clusters were formed).
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
         As for :class:`~lowdens_dask.MDH`, applied at every node.
     mode : {"auto", "exact", "summary"}, default="auto"
@@ -264,8 +188,12 @@ class MDHClustering(_DivisiveClustering):
 
     Attributes
     ----------
-    labels_ : ndarray of shape (n_samples,)
+    labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
+        Leaf labels of the training rows (-1 for rows set aside for NaN/inf); a Dask array backed by
+        ``labels_store`` when one is given.
     tree_ : ClusterTree
+        The fitted tree itself (not a copy): editing it changes ``predict``; ``labels_`` and
+        ``n_clusters_`` keep describing the fit.
     n_clusters_ : int
         Number of leaves actually formed.
     n_microclusters_, n_nonfinite_ : int
@@ -275,7 +203,7 @@ class MDHClustering(_DivisiveClustering):
     """
 
     _method = "mdh"
-    _split_indices = ("size", "fval", "rdepth")
+    _split_indices = {"size": _size, "fval": _lowest_density, "rdepth": _relative_depth}
 
     def __init__(
         self,
@@ -283,6 +211,7 @@ class MDHClustering(_DivisiveClustering):
         *,
         split_index: str | Callable = "size",
         min_size: float = 1,
+        force_n_clusters: bool = True,
         bandwidth: float | str | Callable | None = None,
         alphas: Sequence[float] | None = None,
         v0: np.ndarray | Callable | None = None,
@@ -302,6 +231,7 @@ class MDHClustering(_DivisiveClustering):
         self.n_clusters = n_clusters
         self.split_index = split_index
         self.min_size = min_size
+        self.force_n_clusters = force_n_clusters
         self.bandwidth = bandwidth
         self.refine = refine
         self.alphas = alphas
@@ -324,7 +254,7 @@ class MDHClustering(_DivisiveClustering):
         if self.v0 is not None and not callable(self.v0):
             raise ValueError("In divisive use v0 must be None or a callable of the node's data.")
 
-    def _hyperplane_params(self) -> dict:
+    def _index_params(self) -> dict:
         return {
             "bandwidth": self.bandwidth,
             "alphas": tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas),
@@ -333,7 +263,6 @@ class MDHClustering(_DivisiveClustering):
             "eps": self.eps,
             "maxiter": self.maxiter,
             "ftol": self.ftol,
-            "min_size": self.min_size,
         }
 
 
@@ -349,13 +278,15 @@ class PDDP(_DivisiveClustering):
     split_index : {"scatter", "size"} or callable, default="scatter"
         Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean).
     min_size : float, default=1
+    force_n_clusters : bool, default=True
+        As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
     """
 
     _method = "pddp"
-    _split_indices = ("scatter", "size")
+    _split_indices = {"scatter": _scatter, "size": _size}
 
     def __init__(
         self,
@@ -363,6 +294,7 @@ class PDDP(_DivisiveClustering):
         *,
         split_index: str | Callable = "scatter",
         min_size: float = 1,
+        force_n_clusters: bool = True,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -374,6 +306,7 @@ class PDDP(_DivisiveClustering):
         self.n_clusters = n_clusters
         self.split_index = split_index
         self.min_size = min_size
+        self.force_n_clusters = force_n_clusters
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
@@ -382,8 +315,8 @@ class PDDP(_DivisiveClustering):
         self.storage_options = storage_options
         self.labels_store = labels_store
 
-    def _hyperplane_params(self) -> dict:
-        return {"min_size": self.min_size}
+    def _index_params(self) -> dict:
+        return {}
 
 
 class DePDDP(_DivisiveClustering):
@@ -400,13 +333,16 @@ class DePDDP(_DivisiveClustering):
         "fval" splits the leaf whose minimum has the lowest density (the dePDDP rule).
     bandwidth : None, "silverman", float or callable, default=None
     min_size : float, default=1
+    force_n_clusters : bool, default=True
+        As for :class:`~lowdens_dask.MDHClustering`; a leaf with a unimodal projection is then split at
+        its mean (PDDP's split).
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
     """
 
     _method = "depddp"
-    _split_indices = ("fval", "size")
+    _split_indices = {"fval": _lowest_density, "size": _size}
 
     def __init__(
         self,
@@ -415,6 +351,7 @@ class DePDDP(_DivisiveClustering):
         split_index: str | Callable = "fval",
         bandwidth: float | str | Callable | None = None,
         min_size: float = 1,
+        force_n_clusters: bool = True,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -427,6 +364,7 @@ class DePDDP(_DivisiveClustering):
         self.split_index = split_index
         self.bandwidth = bandwidth
         self.min_size = min_size
+        self.force_n_clusters = force_n_clusters
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
@@ -435,48 +373,73 @@ class DePDDP(_DivisiveClustering):
         self.storage_options = storage_options
         self.labels_store = labels_store
 
-    def _hyperplane_params(self) -> dict:
-        return {"bandwidth": self.bandwidth, "min_size": self.min_size}
+    def _index_params(self) -> dict:
+        return {"bandwidth": self.bandwidth}
 
 
-def _valid_split(method: str, data, params: dict, min_size: float) -> Hyperplane | None:
-    """The node's hyperplane if it is a valid split, else None."""
-    return _valid_best([_split_from_start(method, data, params, min_size, None)])
+def _widest_gap(node, data, hp) -> float:
+    return hp.stats["gap"]
 
 
-def _restarts(method: str, params: dict, data) -> list[int | None]:
-    """The restarts of a node that can run as separate tasks: MDH's PC1 and PC2 starts, else one task."""
-    if method == "mdh" and params.get("v0") is None:
-        return list(range(min(2, data.n_features)))
-    return [None]
+class IPDDP(_DivisiveClustering):
+    """iPDDP: PDDP split in the largest gap (Tasoulis, Tasoulis & Plagianakos, Pattern Recognit. 43(11), 2010;
+    as in HiPart's ``IPDDP``).
 
+    Each split projects the node onto its first principal component and cuts at the midpoint of the
+    widest gap between consecutive projections, ignoring the outer ``percentile`` of the points on each
+    side.
 
-def _split_from_start(method: str, data, params: dict, min_size: float, start: int | None) -> Hyperplane | None:
-    """The node's hyperplane from one restart (all restarts if ``start`` is None), or None if the node is
-    too small to split. A plain function: it runs on workers."""
-    if data.n_samples < 2 or data.total_weight < 2 * min_size:
-        return None
-    if start is not None:
-        params = {**params, "start": start}
-    return find_hyperplane(method, data, **params)
+    Parameters
+    ----------
+    n_clusters : int or None, default=8
+    split_index : {"gap", "size"} or callable, default="gap"
+        "gap" splits the leaf with the widest gap (HiPart's rule), "size" the largest leaf.
+    percentile : float, default=0.1
+        Fraction of the points (total weight) on each side of the projection that no split may cut off.
+    min_size : float, default=1
+    force_n_clusters : bool, default=True
+        As for :class:`~lowdens_dask.MDHClustering`.
+    standardize : bool, default=False
+    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
+        Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
+    """
 
+    _method = "ipddp"
+    _split_indices = {"gap": _widest_gap, "size": _size}
 
-def _valid_best(found: list[Hyperplane | None]) -> Hyperplane | None:
-    """The best restart's hyperplane if it is a valid split, else None."""
-    found = [hp for hp in found if hp is not None]
-    if not found:
-        return None
-    best = best_of_starts(found)._replace(
-        n_evaluations=sum(hp.n_evaluations for hp in found), starts=tuple(v for hp in found for v in hp.starts)
-    )
-    return best if best.valid else None
+    def __init__(
+        self,
+        n_clusters: int | None = 8,
+        *,
+        split_index: str | Callable = "gap",
+        percentile: float = 0.1,
+        min_size: float = 1,
+        force_n_clusters: bool = True,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.split_index = split_index
+        self.percentile = percentile
+        self.min_size = min_size
+        self.force_n_clusters = force_n_clusters
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        if not (isinstance(self.percentile, numbers.Real) and 0 <= self.percentile < 0.5):
+            raise ValueError(f"IPDDP: percentile must lie in [0, 0.5); got {self.percentile!r}.")
 
-def _distributed_client():
-    """The active distributed Client, if any."""
-    try:
-        from distributed import get_client
-
-        return get_client()
-    except (ImportError, ValueError):
-        return None
+    def _index_params(self) -> dict:
+        return {"percentile": self.percentile}

@@ -4,35 +4,16 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..backend import ChunkedData, InMemoryData, as_dask_array
-from ..backend.chunked import ChunkedNode
-from ..pursuit import DEFAULT_ALPHAS, minimum_density_hyperplane
-from ._scale_out import (
-    check_scale_out_params,
-    exact_frame,
-    fit_exact_chunked,
-    fit_in_summary_mode,
-    is_chunked_input,
-    polish,
-    use_summary_mode,
-)
-from ._validation import (
-    check_fit_input,
-    check_mdh_params,
-    single_threaded_blas,
-    standardisation,
-    to_original_coordinates,
-)
+from ..indices import DEFAULT_ALPHAS
+from ._validation import check_mdh_params
+from .hyperplane import HyperplaneEstimator
 
 
-class MDH(ClusterMixin, BaseEstimator):
+class MDH(HyperplaneEstimator):
     """Minimum density hyperplane by minimum density projection pursuit (MDP²).
 
     Finds the hyperplane ``{x : v.x = b}`` through the lowest-density region of the data's Gaussian
@@ -124,7 +105,13 @@ class MDH(ClusterMixin, BaseEstimator):
         self.storage_options = storage_options
         self.labels_store = labels_store
 
-    def _pursuit_params(self) -> dict:
+    _method = "mdh"
+    _no_split_warning = (
+        "No starting direction led to a hyperplane through a minimum of the projected density "
+        "(relative depth 0); v_ and b_ hold the last solution of the alpha schedule."
+    )
+
+    def _index_params(self) -> dict:
         return {
             "bandwidth": self.bandwidth,
             "alphas": tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas),
@@ -132,93 +119,14 @@ class MDH(ClusterMixin, BaseEstimator):
             "eps": self.eps,
             "maxiter": self.maxiter,
             "ftol": self.ftol,
-            "min_size": self.min_size,
+            "v0": self.v0,
         }
 
-    def fit(self, X, y=None, sample_weight=None) -> MDH:
-        """Fit one minimum density hyperplane; with ``sample_weight`` the KDE, moments and PCs are weighted.
-
-        X may be an array, a Dask array or a zarr store; see ``mode`` and
-        :mod:`lowdens_dask.estimators._scale_out` for the summary and exact modes of the latter two.
-        """
+    def _check_params(self) -> None:
         check_mdh_params(self)
-        check_scale_out_params(self)
-        if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
-        if is_chunked_input(X):
-            return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._predict_chunked)
-        X, weights = check_fit_input(self, X, sample_weight)
-        self._fit_rows(X, weights)
-        self.labels_ = self._predict(X)
-        return self
 
-    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
-        """Fit on rows or summaries in memory; with ``rows`` (chunked, for ``refine``) polish the result
-        by exact passes over them."""
-        mean = scale = None
-        Z = X
-        if self.standardize:
-            mean, scale = standardisation(X, weights)
-            Z = (X - mean) / scale
-            if spread is not None:
-                spread = spread / np.mean(scale**2)
-        self._fit_data(InMemoryData(Z, weights, spread), mean, scale, rows)
-
-    def _fit_node(self, root: ChunkedNode) -> None:
-        self._fit_data(*exact_frame(self, root))
-
-    def _fit_data(self, data, mean: np.ndarray | None, scale: np.ndarray | None, rows=None) -> None:
-        v0 = self.v0
-        if v0 is not None and not callable(v0) and self.standardize:
-            v0 = np.asarray(v0, dtype=np.float64) * (scale if np.ndim(v0) == 1 else scale[:, None])
-        with single_threaded_blas():
-            hp = minimum_density_hyperplane(data, v0=v0, **self._pursuit_params())
-            if rows is not None and hp.valid:
-                root, row_mean, row_scale = exact_frame(self, ChunkedNode(rows))
-                polished = polish(root, hp, (mean, scale), (row_mean, row_scale), self._pursuit_params(), self.refine)
-                if polished is not None:
-                    hp, mean, scale = polished[0], row_mean, row_scale
-        v, b = hp.v, hp.b
-        if self.standardize:
-            v, b = to_original_coordinates(v, b, mean, scale)
-        if not hp.valid:
-            warnings.warn(
-                "No starting direction led to a hyperplane through a minimum of the projected density "
-                "(relative depth 0); v_ and b_ hold the last solution of the alpha schedule.",
-                UserWarning,
-                stacklevel=3,
-            )
-        self.v_ = v
-        self.b_ = b
+    def _set_split(self, hp) -> None:
+        super()._set_split(hp)
         self.relative_depth_ = hp.relative_depth
-        self.fval_ = hp.fval
         self.alpha_ = hp.params["alpha"]
         self.bandwidth_ = hp.params["bandwidth"]
-        self.n_evaluations_ = hp.n_evaluations
-
-    def _predict(self, X: np.ndarray) -> np.ndarray:
-        return _side(X, self.v_, self.b_)
-
-    def _predict_chunked(self, arr):
-        return ChunkedData(arr).label_rows(_side, self.v_, self.b_)
-
-    def decision_function(self, X) -> np.ndarray:
-        """Signed distance ``X @ v_ - b_`` to the hyperplane (lazily, for Dask or zarr input)."""
-        check_is_fitted(self)
-        if is_chunked_input(X):
-            return as_dask_array(X, storage_options=self.storage_options) @ self.v_ - self.b_
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
-        return X @ self.v_ - self.b_
-
-    def predict(self, X) -> np.ndarray:
-        """Side of the hyperplane: 0 for ``X @ v_ < b_``, 1 otherwise (-1 for NaN/inf rows of chunked input)."""
-        check_is_fitted(self)
-        if is_chunked_input(X):
-            return self._predict_chunked(as_dask_array(X, storage_options=self.storage_options))
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
-        return self._predict(X)
-
-
-def _side(x: np.ndarray, v: np.ndarray, b: float) -> np.ndarray:
-    """Side of the hyperplane: 0 for ``x @ v < b``, 1 otherwise."""
-    return (x @ v >= b).astype(np.int64)

@@ -17,7 +17,6 @@ then bisection", §4.1 and spec §5.4).
 # SPDX-License-Identifier: BSD-3-Clause
 
 import math
-from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -361,62 +360,3 @@ def relative_depth_from_logs(log_b: float, log_left: float, log_right: float) ->
     """Relative depth (eq. 30) from the log density at b and at the adjacent modes (0 if b does not
     separate two modes)."""
     return max(math.exp(min(log_left, log_right) - log_b) - 1.0, 0.0)
-
-
-class DensitySplit(NamedTuple):
-    """The minimiser of the penalised projected density for one direction."""
-
-    b: float
-    log_f: float  #: log f_CL(v, b), the (log) projection index
-    log_density: float  #: log I(v, b), the unpenalised projected density at b
-    lower: float  #: mu_v - alpha sigma_v
-    upper: float  #: mu_v + alpha sigma_v
-
-
-class MinimumDensityIndex:
-    """MDP² projection index on 1-D projections: value, split point, derivative, acceptance.
-
-    Parameters
-    ----------
-    bandwidth : float
-        Kernel bandwidth h (fixed over the alpha schedule).
-    eta, eps : float
-        Penalty accuracy and smoothness (eq. 10); the paper uses 0.01 and 1 - 1e-6.
-    """
-
-    def __init__(self, bandwidth: float, eta: float = 1e-2, eps: float = 1.0 - 1e-6):
-        if not (bandwidth > 0 and math.isfinite(bandwidth)):
-            raise ValueError(f"bandwidth must be a positive finite number, got {bandwidth!r}.")
-        self.h = float(bandwidth)
-        self.eta = float(eta)
-        self.eps = float(eps)
-
-    def evaluate(self, p: np.ndarray, w: np.ndarray, alpha: float, grad_out: np.ndarray | None = None):
-        """The penalised-density minimiser for these projections; ``grad_out`` (if given) gets d log f_CL / d p."""
-        total, mean, std, _, _ = weighted_moments(p, w)
-        kbuf = np.empty_like(p)
-        b, log_f, log_i, _shift, s0, side, r = minimise_penalised_density(
-            p, w, total, mean, std, self.h, alpha, self.eta, self.eps, kbuf
-        )
-        if grad_out is not None:
-            log_density_gradient(
-                p, w, total, mean, std, self.h, alpha, self.eta, self.eps, b, log_f, log_i, s0, side, r, kbuf, grad_out
-            )
-        return DensitySplit(b, log_f, log_i, mean - alpha * std, mean + alpha * std)
-
-    def log_density(self, p: np.ndarray, w: np.ndarray, x: float) -> float:
-        """log of the 1-D KDE of the projections at x (eq. 3), computed in the log domain."""
-        total = float(w.sum())
-        shift, s0, _, _ = kernel_sums(p, w, float(x), self.h, np.empty_like(p))
-        return math.log(s0) - shift - math.log(total * self.h * SQRT_2PI)
-
-    def relative_depth(self, p: np.ndarray, w: np.ndarray, b: float) -> float:
-        """Relative depth (eq. 30) with the modes adjacent to b; 0 when b does not separate two modes."""
-        log_b = self.log_density(p, w, b)
-        log_l, _, log_r, _ = adjacent_modes(p, w, float(w.sum()), self.h, float(b), np.empty_like(p))
-        return relative_depth_from_logs(log_b, log_l, log_r)
-
-    @staticmethod
-    def is_interior(split: DensitySplit) -> bool:
-        """b lies strictly inside [mu - alpha sigma, mu + alpha sigma], so the penalty is inactive."""
-        return split.lower < split.b < split.upper

@@ -1,25 +1,21 @@
-"""Projection pursuit: optimisation over directions, continuation schedules, hyperplane finders."""
+"""Projection pursuit: optimisation over directions for any projection index, continuation schedules, restarts."""
 
 from .hyperplanes import (
     DEFAULT_ALPHAS,
-    SPLITTERS,
     Hyperplane,
     best_of_starts,
-    depddp_hyperplane,
     find_hyperplane,
     minimum_density_hyperplane,
-    pddp_hyperplane,
+    pursue,
     silverman_bandwidth,
 )
 
 __all__ = [
     "DEFAULT_ALPHAS",
-    "SPLITTERS",
     "Hyperplane",
     "best_of_starts",
-    "depddp_hyperplane",
     "find_hyperplane",
     "minimum_density_hyperplane",
-    "pddp_hyperplane",
+    "pursue",
     "silverman_bandwidth",
 ]

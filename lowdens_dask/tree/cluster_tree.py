@@ -13,17 +13,24 @@ from typing import Any
 import numpy as np
 
 from ..pursuit import Hyperplane, find_hyperplane
+from .rules import HyperplaneRule, SplitRule, rule_from_dict
 
-SCHEMA_VERSION = 1
+#: Version 2: each node's split is a ``rule`` object and its index statistics one ``stats`` object;
+#: version 1 (``v``, ``b``, ``fval``, ``relative_depth`` fields) is still read.
+SCHEMA_VERSION = 2
 
 
 @dataclass
 class Node:
     """One node of a :class:`ClusterTree`.
 
-    A node's hyperplane (``v``, ``b`` and the values that describe it) is set once it has been
-    computed; an internal node always has one, and a leaf may carry its would-be split. Points with
-    ``v.x < b`` go to ``children[0]`` and the rest to ``children[1]``.
+    A node's split is set once it has been computed; an internal node always has one, and a leaf may
+    carry its would-be split. ``rule`` routes rows (for a hyperplane, ``v.x < b`` to ``children[0]`` and
+    the rest to ``children[1]``); ``stats`` holds the statistics the split's projection index records
+    (``fval``: the index value at the split, e.g. the projected density for MDH and dePDDP, the
+    normalised cut for NCut, the variance ratio for MC; ``relative_depth``: eq. 30 of the MDH paper for
+    the density indices; ``gap`` for iPDDP). ``forced`` marks a split made without a valid split
+    (``force_n_clusters``).
     """
 
     id: int
@@ -31,24 +38,39 @@ class Node:
     depth: int
     size: float
     children: tuple[int, int] | None = None
-    v: np.ndarray | None = None
-    b: float | None = None
+    rule: SplitRule | None = None
     method: str | None = None
     params: dict = field(default_factory=dict)
-    fval: float | None = None
-    relative_depth: float | None = None
+    stats: dict = field(default_factory=dict)
+    forced: bool = False
 
     @property
     def is_leaf(self) -> bool:
         return self.children is None
 
+    @property
+    def v(self) -> np.ndarray | None:
+        """The hyperplane's unit normal (None without a hyperplane rule)."""
+        return self.rule.v if isinstance(self.rule, HyperplaneRule) else None
+
+    @property
+    def b(self) -> float | None:
+        """The hyperplane's offset (None without a hyperplane rule)."""
+        return self.rule.b if isinstance(self.rule, HyperplaneRule) else None
+
+    @property
+    def fval(self) -> float:
+        return float(self.stats.get("fval", math.nan))
+
+    @property
+    def relative_depth(self) -> float:
+        return float(self.stats.get("relative_depth", math.nan))
+
     def set_hyperplane(self, method: str, hyperplane: Hyperplane) -> None:
-        self.v = np.asarray(hyperplane.v, dtype=np.float64)
-        self.b = float(hyperplane.b)
+        self.rule = HyperplaneRule(hyperplane.v, hyperplane.b)
         self.method = method
         self.params = dict(hyperplane.params)
-        self.fval = float(hyperplane.fval)
-        self.relative_depth = float(hyperplane.relative_depth)
+        self.stats = {key: float(value) for key, value in hyperplane.stats.items()}
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -58,16 +80,33 @@ class Node:
             "size": self.size,
             "children": list(self.children) if self.children is not None else None,
         }
-        if self.v is not None:
+        if self.rule is not None:
             out.update(
-                v=[float(x) for x in self.v],
-                b=self.b,
+                rule=self.rule.to_dict(),
                 method=self.method,
                 params=self.params,
-                fval=_json_float(self.fval),
-                relative_depth=_json_float(self.relative_depth),
+                stats={key: _json_float(value) for key, value in self.stats.items()},
+                forced=self.forced,
             )
         return out
+
+    @classmethod
+    def from_dict(cls, item: dict[str, Any], version: int) -> Node:
+        children = tuple(item["children"]) if item["children"] is not None else None
+        node = cls(item["id"], item["parent"], item["depth"], item["size"], children)
+        if version == 1 and "v" in item:  # v, b and the MDH statistics as fields of their own
+            item = {
+                **item,
+                "rule": {"kind": HyperplaneRule.kind, "v": item["v"], "b": item["b"]},
+                "stats": {"fval": item["fval"], "relative_depth": item["relative_depth"]},
+            }
+        if "rule" in item:
+            node.rule = rule_from_dict(item["rule"])
+            node.method = item["method"]
+            node.params = item["params"]
+            node.stats = {key: math.nan if value is None else float(value) for key, value in item["stats"].items()}
+            node.forced = bool(item.get("forced", False))
+        return node
 
 
 def _json_float(x: float | None):
@@ -85,7 +124,7 @@ class ClusterTree:
     n_features : int
         Dimension of the data the hyperplanes live in.
     method : str, default="mdh"
-        Default split method for :meth:`split` ("mdh", "pddp" or "depddp").
+        Default split method for :meth:`split`: a key of :data:`lowdens_dask.indices.INDICES`.
     params : dict, optional
         Default parameters for that method.
     root_size : float, default=0
@@ -131,12 +170,16 @@ class ClusterTree:
         return self.nodes[node_id]
 
     # ------------------------------------------------------------------ editing
-    def add_split(self, node: int | Node, method: str, hyperplane: Hyperplane, sizes: tuple[float, float]) -> Node:
-        """Split a leaf with a computed hyperplane; returns the node. Children are new leaves."""
+    def add_split(
+        self, node: int | Node, method: str, hyperplane: Hyperplane, sizes: tuple[float, float], forced: bool = False
+    ) -> Node:
+        """Split a leaf with a computed hyperplane; returns the node. Children are new leaves. ``forced`` marks
+        a split made although the hyperplane is not a valid split (``force_n_clusters``)."""
         node = self._node(node)
         if not node.is_leaf:
             raise ValueError(f"Node {node.id} is already split; prune it first.")
         node.set_hyperplane(method, hyperplane)
+        node.forced = bool(forced)
         ids = (self._next_id, self._next_id + 1)
         self._next_id += 2
         for child_id, size in zip(ids, sizes):
@@ -160,8 +203,8 @@ class ClusterTree:
         hyperplane = find_hyperplane(method, X[rows], **merged)
         if not hyperplane.valid:
             raise ValueError(f"Node {node.id} ({int(rows.sum())} rows) has no valid {method} split.")
-        below = X[rows] @ hyperplane.v < hyperplane.b
-        return self.add_split(node, method, hyperplane, (float(below.sum()), float((~below).sum())))
+        above = HyperplaneRule(hyperplane.v, hyperplane.b).side(X[rows])
+        return self.add_split(node, method, hyperplane, (float((~above).sum()), float(above.sum())))
 
     def prune(self, node: int | Node) -> Node:
         """Remove every descendant of an internal node, making it a leaf (PPCI's tree_prune).
@@ -197,9 +240,9 @@ class ClusterTree:
             if node.is_leaf:
                 out[rows] = node_id
                 continue
-            below = X[rows] @ node.v < node.b
-            stack.append((node.children[0], rows[below]))
-            stack.append((node.children[1], rows[~below]))
+            above = node.rule.side(X[rows])
+            stack.append((node.children[0], rows[~above]))
+            stack.append((node.children[1], rows[above]))
         return out
 
     def leaf_labels(self) -> dict[int, int]:
@@ -232,26 +275,14 @@ class ClusterTree:
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> ClusterTree:
+        """A tree from :meth:`to_dict` output (schema version 2, or version 1)."""
         version = payload.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"Unsupported ClusterTree schema_version {version!r}; expected {SCHEMA_VERSION}.")
+        if version not in (1, SCHEMA_VERSION):
+            raise ValueError(f"Unsupported ClusterTree schema_version {version!r}; expected 1 or {SCHEMA_VERSION}.")
         tree = cls(payload["n_features"], payload.get("method", "mdh"), payload.get("params"))
         tree.nodes = {}
         for item in payload["nodes"]:
-            node = Node(
-                item["id"],
-                item["parent"],
-                item["depth"],
-                item["size"],
-                tuple(item["children"]) if item["children"] is not None else None,
-            )
-            if "v" in item:
-                node.v = np.asarray(item["v"], dtype=np.float64)
-                node.b = float(item["b"])
-                node.method = item["method"]
-                node.params = item["params"]
-                node.fval = np.nan if item["fval"] is None else item["fval"]
-                node.relative_depth = np.nan if item["relative_depth"] is None else item["relative_depth"]
+            node = Node.from_dict(item, version)
             tree.nodes[node.id] = node
         tree._next_id = payload["next_id"]
         return tree
@@ -296,10 +327,9 @@ class ClusterTree:
             if node.is_leaf:
                 lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} (size {node.size:g})")
             else:
-                lines.append(
-                    f"{pad}node {node.id}: {node.method} split, size {node.size:g}, "
-                    f"density {node.fval:.4g}, relative depth {node.relative_depth:.3g}"
-                )
+                stats = ", ".join(f"{key} {value:.4g}" for key, value in node.stats.items())
+                forced = " (forced)" if node.forced else ""
+                lines.append(f"{pad}node {node.id}: {node.method} split{forced}, size {node.size:g}" + (f", {stats}" if stats else ""))
         return "\n".join(lines)
 
 

@@ -1,0 +1,45 @@
+"""What every tree estimator shares: the fit paths (in memory, summary mode, exact chunked mode) that
+put the rows in their frame and hand them to the tree grower."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backend import InMemoryData
+from ..backend.chunked import ChunkedNode
+from ..backend.frame import Frame
+from ..tree.grower import Refine
+from ._scale_out import exact_frame
+from ._validation import single_threaded_blas, standardisation
+
+
+class TreeFitMixin:
+    """``_fit_rows`` (rows or summaries in memory) and ``_fit_node`` (chunked rows, exact mode) both call
+    ``self._fit_data(data, frame, parallel, refine)`` with the rows standardised if ``standardize``."""
+
+    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
+        """Fit on rows or summaries in memory. In summary mode (``spread`` given) the tree grows as parallel
+        Dask tasks; with ``rows`` (the chunked array, for ``refine``) every split is polished by exact
+        passes over its node's rows before it is made."""
+        frame = Frame()
+        Z = X
+        if self.standardize:
+            frame = Frame(*standardisation(X, weights))
+            Z = (X - frame.mean) / frame.scale
+            if spread is not None:  # per-dimension variance, approximately, in z-scored units
+                spread = spread / np.mean(frame.scale**2)
+        refine = None
+        if rows is not None:
+            refine = Refine(*exact_frame(self, ChunkedNode(rows)), self.refine)
+        with single_threaded_blas():
+            self._fit_data(InMemoryData(Z, weights, spread), frame, spread is not None, refine)
+
+    def _fit_node(self, root: ChunkedNode) -> None:
+        """Fit in exact mode over chunked rows: every step of every node's pursuit passes over its rows."""
+        with single_threaded_blas():
+            self._fit_data(*exact_frame(self, root), False, None)
+
+    def _fit_data(self, data, frame: Frame, parallel: bool, refine: Refine | None) -> None:
+        raise NotImplementedError

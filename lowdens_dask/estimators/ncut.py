@@ -1,0 +1,179 @@
+"""Minimum normalised cut hyperplanes: NCutH (one split) and NCutClustering (divisive), PPCI's ``ncuth`` and
+``ncutdc`` (Hofmeyr, "Clustering by minimum cut hyperplanes", IEEE TPAMI 39(8), 2017)."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+
+import numpy as np
+
+from ._validation import check_positive_int
+from .divisive import _DivisiveClustering, _size
+from .hyperplane import HyperplaneEstimator
+
+
+def check_pursuit_params(est, *, divisive: bool) -> None:
+    """maxiter, ftol, min_size and v0 of a pursued index, with errors that name the estimator."""
+    name = type(est).__name__
+    check_positive_int(est.maxiter, f"{name}: maxiter")
+    if not (isinstance(est.ftol, numbers.Real) and est.ftol > 0):
+        raise ValueError(f"{name}: ftol must be a positive number; got {est.ftol!r}.")
+    if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
+        raise ValueError(f"{name}: min_size must be a positive number; got {est.min_size!r}.")
+    if divisive and est.v0 is not None and not callable(est.v0):
+        raise ValueError(f"{name}: in divisive use v0 must be None or a callable of the node's data; got {est.v0!r}.")
+
+
+def _check_scale(est) -> None:
+    scale = est.scale
+    if not (scale is None or callable(scale) or (isinstance(scale, numbers.Real) and scale > 0)):
+        raise ValueError(f"{type(est).__name__}: scale must be None, a positive number or a callable; got {scale!r}.")
+
+
+class NCutH(HyperplaneEstimator):
+    """Minimum normalised cut hyperplane (NCutH; Hofmeyr, TPAMI 2017; PPCI's ``ncuth``).
+
+    The hyperplane minimises the normalised cut of the Laplace similarity ``exp(-|p_i - p_j| / scale)`` of
+    the projected data over the splits that leave ``min_size`` points on each side, by L-BFGS over the
+    direction from the first principal component. The cut, volumes and their derivatives come from one
+    sort of the projections and O(n) recursions. Label 0 is ``X @ v_ < b_``.
+
+    Parameters
+    ----------
+    scale : None, float or callable, default=None
+        Scale of the similarity; None is PPCI's ``100 * sigma_pc1 * n**(-1/5)``.
+    v0 : None, array of shape (n_features,) or (n_features, k), or callable, default=None
+        Initial directions; None means the first principal component. The lowest cut is kept.
+    maxiter : int, default=50
+        L-BFGS iterations.
+    ftol : float, default=1e-8
+        Stop when an iteration lowers the normalised cut by at most this much (PPCI's default).
+    min_size : float, default=1
+        Least total weight on each side of the split.
+    standardize, mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store
+        As for :class:`~lowdens_dask.MDH`.
+
+    Attributes
+    ----------
+    v_, b_ : the hyperplane; fval_ : its normalised cut; stats_ : dict; labels_; n_evaluations_
+    """
+
+    _method = "ncut"
+
+    def __init__(
+        self,
+        *,
+        scale: float | Callable | None = None,
+        v0: np.ndarray | Callable | None = None,
+        maxiter: int = 50,
+        ftol: float = 1e-8,
+        min_size: float = 1,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.scale = scale
+        self.v0 = v0
+        self.maxiter = maxiter
+        self.ftol = ftol
+        self.min_size = min_size
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+
+    def _check_params(self) -> None:
+        check_pursuit_params(self, divisive=False)
+        _check_scale(self)
+
+    def _index_params(self) -> dict:
+        return {"scale": self.scale, "v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol}
+
+
+def _low_cut(node, data, hp) -> float:
+    return 1.0 / (1.0 + hp.fval)
+
+
+class NCutClustering(_DivisiveClustering):
+    """Divisive clustering with minimum normalised cut hyperplanes (NCutDC; PPCI's ``ncutdc``).
+
+    Each split is an :class:`NCutH` fitted on the leaf's own rows (scale recomputed per node).
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=8
+    split_index : {"fval", "size"} or callable, default="fval"
+        "fval" splits the leaf whose hyperplane has the lowest normalised cut (index ``1 / (1 + ncut)``,
+        PPCI's), "size" the largest leaf.
+    min_size, force_n_clusters
+        As for :class:`~lowdens_dask.MDHClustering`.
+    scale, v0, maxiter, ftol, standardize
+        As for :class:`NCutH`, applied at every node (``v0`` None or a callable of the node's rows).
+    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store
+        As for :class:`~lowdens_dask.MDHClustering`.
+
+    Attributes
+    ----------
+    labels_, tree_, n_clusters_, n_microclusters_, n_nonfinite_
+        As for :class:`~lowdens_dask.MDHClustering`.
+    """
+
+    _method = "ncut"
+    _split_indices = {"fval": _low_cut, "size": _size}
+
+    def __init__(
+        self,
+        n_clusters: int | None = 8,
+        *,
+        split_index: str | Callable = "fval",
+        min_size: float = 1,
+        force_n_clusters: bool = True,
+        scale: float | Callable | None = None,
+        v0: Callable | None = None,
+        maxiter: int = 50,
+        ftol: float = 1e-8,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.split_index = split_index
+        self.min_size = min_size
+        self.force_n_clusters = force_n_clusters
+        self.scale = scale
+        self.v0 = v0
+        self.maxiter = maxiter
+        self.ftol = ftol
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_pursuit_params(self, divisive=True)
+        _check_scale(self)
+
+    def _index_params(self) -> dict:
+        return {"scale": self.scale, "v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol}

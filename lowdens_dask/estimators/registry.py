@@ -1,0 +1,41 @@
+"""The method registry: each method name (a projection index of :data:`lowdens_dask.indices.INDICES`) with its
+estimators. The pipelines' ``--method`` reads it; a new method is one more entry."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
+from .mdh import MDH
+from .ncut import NCutClustering, NCutH
+from .projection import MCProjection, MDHProjection, NCutProjection
+from .variance_ratio import MCClustering, MCH
+
+
+class Method(NamedTuple):
+    """The estimators of one method (None where the method has no such estimator)."""
+
+    clustering: type  #: divisive estimator (``n_clusters``)
+    hyperplane: type | None  #: one split
+    projection: type | None  #: dimension reduction (``n_components``)
+
+
+#: Methods by name; the names are the projection indices' (``ClusterTree`` nodes record them).
+METHODS: dict[str, Method] = {
+    "mdh": Method(MDHClustering, MDH, MDHProjection),
+    "pddp": Method(PDDP, None, None),
+    "depddp": Method(DePDDP, None, None),
+    "ipddp": Method(IPDDP, None, None),
+    "ncut": Method(NCutClustering, NCutH, NCutProjection),
+    "mc": Method(MCClustering, MCH, MCProjection),
+}
+
+
+def get_method(name: str) -> Method:
+    """The estimators registered for ``name``; a clear error lists the known names."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"Unknown method {name!r}; known methods: {sorted(METHODS)}.") from None

@@ -1,0 +1,183 @@
+"""Maximum variance-ratio clusterability hyperplanes: MCH (one split) and MCClustering (divisive), PPCI's ``mch``
+and ``mcdc`` (Hofmeyr & Pavlidis, "Maximum clusterability divisive clustering", IEEE SSCI 2015)."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from scipy.stats import ncf
+
+from .divisive import _DivisiveClustering, _size
+from .hyperplane import HyperplaneEstimator
+from .ncut import check_pursuit_params
+
+#: Below this many rows at the root, MCClustering's "Fdist" split index uses the F distribution; above, size
+#: (PPCI's ``mcdc``: the degrees of freedom are unreliable for large n).
+FDIST_MAX_ROWS = 2000
+
+
+class MCH(HyperplaneEstimator):
+    """Maximum variance-ratio clusterability hyperplane (MCH; Hofmeyr & Pavlidis, SSCI 2015; PPCI's ``mch``).
+
+    The hyperplane maximises the variance ratio ``B / (V - B)`` of the split of the projected data (between-
+    over within-group variance along the projection) over the splits that leave ``min_size`` points on each
+    side, by L-BFGS over the direction from the line joining the centres of a 2-means clustering.
+    Label 0 is ``X @ v_ < b_``.
+
+    Parameters
+    ----------
+    v0 : None, array of shape (n_features,) or (n_features, k), or callable, default=None
+        Initial directions; None means the 2-means direction (seeded by ``random_state``). The largest
+        variance ratio is kept.
+    maxiter : int, default=50
+    ftol : float, default=1e-8
+        Stop when an iteration raises the variance ratio by at most this much (PPCI's default).
+    min_size : float, default=1
+    random_state : int or None, default=None
+        Seeds the 2-means start (and, in summary mode, the microclusters); None means seed 0.
+    standardize, mode, rows_per_microcluster, refine, nonfinite, storage_options, labels_store
+        As for :class:`~lowdens_dask.MDH`.
+
+    Attributes
+    ----------
+    v_, b_ : the hyperplane; fval_ : its variance ratio; stats_ : dict; labels_; n_evaluations_
+    """
+
+    _method = "mc"
+
+    def __init__(
+        self,
+        *,
+        v0: np.ndarray | Callable | None = None,
+        maxiter: int = 50,
+        ftol: float = 1e-8,
+        min_size: float = 1,
+        random_state: int | None = None,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.v0 = v0
+        self.maxiter = maxiter
+        self.ftol = ftol
+        self.min_size = min_size
+        self.random_state = random_state
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+
+    def _check_params(self) -> None:
+        check_pursuit_params(self, divisive=False)
+
+    def _index_params(self) -> dict:
+        return {"v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol, "random_state": self.random_state}
+
+
+def _largest_ratio(node, data, hp) -> float:
+    return hp.fval
+
+
+def f_distribution_index(variance_ratio: float, n: float, d: int) -> float:
+    """PPCI's ``mcdc`` split index: the non-central F probability of the variance ratio,
+    ``F(VR beta / al; al, beta, ncp=n)`` with ``al = min(n, d + 1)`` and ``beta = max(0, n - d - 1)``, plus
+    ``1e-30 sqrt(n) VR`` to order nodes whose probability is 1 in floating point."""
+    al = min(n, d + 1)
+    beta = max(0.0, n - d - 1)
+    if beta == 0 or not math.isfinite(variance_ratio):
+        return 0.0
+    return float(ncf.cdf(variance_ratio * beta / al, al, beta, n)) + 1e-30 * math.sqrt(n) * variance_ratio
+
+
+class MCClustering(_DivisiveClustering):
+    """Divisive clustering with maximum variance-ratio hyperplanes (MCDC; PPCI's ``mcdc``).
+
+    Each split is an :class:`MCH` fitted on the leaf's own rows.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=8
+    split_index : {"Fdist", "fval", "size"} or callable, default="Fdist"
+        "Fdist" (PPCI's default): below 2,000 rows the leaf whose variance ratio is least likely under the
+        non-central F distribution of one cluster (:func:`f_distribution_index`), else the largest leaf;
+        "fval" the largest variance ratio; "size" the largest leaf.
+    min_size, force_n_clusters
+        As for :class:`~lowdens_dask.MDHClustering`.
+    v0, maxiter, ftol, random_state, standardize
+        As for :class:`MCH`, applied at every node (``v0`` None or a callable of the node's rows).
+    mode, rows_per_microcluster, refine, nonfinite, storage_options, labels_store
+        As for :class:`~lowdens_dask.MDHClustering`.
+
+    Attributes
+    ----------
+    labels_, tree_, n_clusters_, n_microclusters_, n_nonfinite_
+        As for :class:`~lowdens_dask.MDHClustering`.
+    """
+
+    _method = "mc"
+
+    def __init__(
+        self,
+        n_clusters: int | None = 8,
+        *,
+        split_index: str | Callable = "Fdist",
+        min_size: float = 1,
+        force_n_clusters: bool = True,
+        v0: Callable | None = None,
+        maxiter: int = 50,
+        ftol: float = 1e-8,
+        random_state: int | None = None,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.split_index = split_index
+        self.min_size = min_size
+        self.force_n_clusters = force_n_clusters
+        self.v0 = v0
+        self.maxiter = maxiter
+        self.ftol = ftol
+        self.random_state = random_state
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+
+    @property
+    def _split_indices(self) -> dict:
+        return {"Fdist": self._f_distribution, "fval": _largest_ratio, "size": _size}
+
+    def _f_distribution(self, node, data, hp) -> float:
+        if self._root_rows >= FDIST_MAX_ROWS:
+            return node.size
+        return f_distribution_index(hp.fval, node.size, data.n_features)
+
+    def _fit_data(self, data, frame, parallel, refine) -> None:
+        self._root_rows = data.total_weight
+        super()._fit_data(data, frame, parallel, refine)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_pursuit_params(self, divisive=True)
+
+    def _index_params(self) -> dict:
+        return {"v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol, "random_state": self.random_state}

@@ -1,0 +1,151 @@
+"""The projection-index contract: what a clustering criterion declares to get the pursuit, the tree grower,
+summary mode, exact chunked mode and ``refine`` without code of its own (DESIGN.md, "Where a new method
+plugs in").
+
+A :class:`ProjectionIndex` subclass is registered by method name in :data:`INDICES`. For each tree node
+the pursuit calls :meth:`ProjectionIndex.for_node` with the node's data, which does the per-node set-up
+(bandwidth, scale) and returns an index bound to that node. The pursuit then works on the node's centred
+projections ``p = (X - mean) @ u`` only through:
+
+- :attr:`stages`, the continuation schedule (alpha for MDH; ``(None,)`` for none). Each stage is an
+  L-BFGS minimisation warm-started from the previous one; a fixed-direction index (PDDP, dePDDP,
+  iPDDP) has ``fixed_direction = True`` and is evaluated once on its starting direction;
+- :meth:`evaluate` (rows in memory, one chunk) or :meth:`evaluate_chunked` (projections held in row
+  chunks): the value the pursuit minimises, the split point b and d value / d p;
+- :meth:`stage_done` and :meth:`accept` (and ``accept_chunked``): whether the split at the end of a stage
+  is a valid split, and the node statistics recorded for it (``fval``, ``relative_depth``, ...);
+- :meth:`score`: which of several starts wins.
+
+The in-memory methods are the fast whole-array path. The default chunked methods gather the node's
+projections (one float per row and direction) to the client and call the in-memory ones, which is what a
+criterion that needs the sorted projections (NCut, variance ratio, iPDDP) must do; an index whose value
+reduces over chunks (MDH) overrides them with map/tree-reduce passes.
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+
+class Split(NamedTuple):
+    """The split an index finds on one set of centred projections."""
+
+    b: float  #: split point on the centred projections
+    value: float  #: the value the pursuit minimises (e.g. log f_CL, NCut, minus the variance ratio)
+    stats: dict  #: node statistics of this split (fval, ...), JSON-able floats
+    weight_below: float = math.nan  #: weight of the rows with p < b, where the index knows it
+    detail: Any = None  #: index-private detail (e.g. the penalty interval of MDH)
+
+
+class ProjectionIndex:
+    """Base class of projection indices (see the module docstring for the contract).
+
+    Subclasses set :attr:`name`, implement :meth:`for_node`, :meth:`evaluate` and :meth:`accept`, and may
+    override the schedule, the starts, the chunked passes and the score.
+    """
+
+    name: ClassVar[str] = ""
+    #: Evaluated once on the starting direction, without optimisation (PDDP, dePDDP, iPDDP).
+    fixed_direction: ClassVar[bool] = False
+    #: Parameters of the node set-up (``for_node``) that are not pursuit options.
+    setup_params: ClassVar[tuple[str, ...]] = ()
+    #: Principal components the set-up needs (the default starts use them).
+    n_components: ClassVar[int] = 1
+
+    #: The continuation schedule: one L-BFGS stage per entry.
+    stages: tuple = (None,)
+    #: Parameters recorded on every node split with this index (bandwidth, scale, ...).
+    record: dict
+
+    # ------------------------------------------------------------------ per node
+    @classmethod
+    def for_node(cls, data, vals: np.ndarray, vecs: np.ndarray, *, min_size: float = 1, **params) -> ProjectionIndex:
+        """The index set up for one node, from its data, its leading covariance eigenpairs and the least
+        weight a side of a split may hold."""
+        raise NotImplementedError
+
+    def starts(self, data, vecs: np.ndarray) -> list[np.ndarray]:
+        """Default starting directions (unit vectors): the leading principal components."""
+        return [vecs[:, j] for j in range(min(self.n_components, vecs.shape[1]))]
+
+    @classmethod
+    def n_starts(cls, n_features: int) -> int:
+        """How many default starts :meth:`starts` gives (they can run as separate tasks)."""
+        return min(cls.n_components, n_features)
+
+    # ------------------------------------------------------------------ value, split, derivative
+    def evaluate(self, p: np.ndarray, w: np.ndarray, stage, grad_out: np.ndarray | None) -> Split:
+        """The split of centred projections ``p`` (weights ``w``); ``grad_out`` (if given) receives
+        d value / d p."""
+        raise NotImplementedError
+
+    def evaluate_chunked(self, proj, stages: list, gradient: bool) -> list[tuple[Split, np.ndarray, np.ndarray]]:
+        """:meth:`evaluate` for each direction of a chunked projection set, with ``(X.T @ g, sum g)`` per
+        direction (None, None without ``gradient``). Default: gather the projections."""
+        P, w = proj.gather()
+        out, G = [], np.zeros_like(P) if gradient else None
+        for j, stage in enumerate(stages):
+            out.append(self.evaluate(P[j], w, stage, None if G is None else G[j]))
+        if G is None:
+            return [(split, None, None) for split in out]
+        XtG, sum_g = proj.backproject_values(G)
+        return [(split, XtG[:, j], sum_g[j]) for j, split in enumerate(out)]
+
+    # ------------------------------------------------------------------ validity and statistics
+    def stage_done(self, split: Split) -> bool:
+        """Whether the split at the end of a stage is a candidate (checked by :meth:`accept`)."""
+        return math.isfinite(split.b)
+
+    def accept(self, p: np.ndarray, w: np.ndarray, split: Split, min_size: float) -> dict | None:
+        """The node statistics of a valid split, or None (a side below ``min_size``, or the index's own test)."""
+        below = split.weight_below if math.isfinite(split.weight_below) else float(w[p < split.b].sum())
+        if min(below, float(w.sum()) - below) < min_size:
+            return None
+        return split.stats
+
+    def accept_chunked(self, proj, splits: list[Split], min_size: float) -> list[dict | None]:
+        """:meth:`accept` for each direction of a chunked projection set. Default: gather the projections."""
+        P, w = proj.gather()
+        return [self.accept(P[j], w, split, min_size) for j, split in enumerate(splits)]
+
+    def failed_stats(self, split: Split) -> dict:
+        """Statistics recorded when no stage gave a valid split."""
+        return dict(split.stats)
+
+    @classmethod
+    def score(cls, stats: dict) -> float:
+        """Larger is better: which start's result is kept."""
+        return -float(stats.get("fval", math.inf))
+
+    def stage_record(self, stage) -> dict:
+        """Parameters recorded for the stage a result comes from."""
+        return {}
+
+    @classmethod
+    def polish_params(cls, params: dict) -> dict:
+        """Pursuit parameters that restart a summary-mode result where it ended (``refine``)."""
+        return {}
+
+
+#: Projection indices by method name (what ClusterTree nodes and the estimators' registry refer to).
+INDICES: dict[str, type[ProjectionIndex]] = {}
+
+
+def register_index(cls: type[ProjectionIndex]) -> type[ProjectionIndex]:
+    """Class decorator: add a projection index to :data:`INDICES` under its ``name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name.")
+    INDICES[cls.name] = cls
+    return cls
+
+
+def get_index(method: str) -> type[ProjectionIndex]:
+    try:
+        return INDICES[method]
+    except KeyError:
+        raise ValueError(f"Unknown split method {method!r}; known methods: {sorted(INDICES)}.") from None

@@ -1,0 +1,231 @@
+"""Projection indices on the projections' Gaussian kernel density: MDH's minimum density (MDP²) and
+dePDDP's lowest density minimum along the first principal component.
+
+The numba kernels are those of :mod:`.density` (whole arrays in memory) and :mod:`.density_passes` (the same
+steps as chunk maps and tree reductions, for exact chunked mode).
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..kernels.kde import SQRT_2PI, kernel_sums, weighted_moments
+from . import density_passes as passes
+from .base import ProjectionIndex, Split, register_index
+from .density import (
+    adjacent_modes,
+    log_density_gradient,
+    lowest_density_minimum,
+    minimise_penalised_density,
+    relative_depth_from_logs,
+)
+
+#: The paper's alpha continuation: alpha_min close to 0, then 0.1 steps up to alpha_max = 0.9 (§5.1.1).
+DEFAULT_ALPHAS = (0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def silverman_bandwidth(sigma_pc1: float, total_weight: float) -> float:
+    """h = 0.9 sigma_pc1 n^(-1/5) (Silverman's rule on the first principal component, seed-mdh §5.2)."""
+    return 0.9 * sigma_pc1 * total_weight ** (-0.2)
+
+
+def node_bandwidth(bandwidth, data, sigma_pc1: float) -> float:
+    """The bandwidth of a node: Silverman's rule (None or "silverman"), a number, or ``bandwidth(X)``.
+
+    For summaries, each mean stands for rows spread around it, so the rule's h is widened by their variance.
+    """
+    if bandwidth is None or (isinstance(bandwidth, str) and bandwidth == "silverman"):
+        h = math.sqrt(silverman_bandwidth(sigma_pc1, data.total_weight) ** 2 + data.within_variance)
+    elif callable(bandwidth):
+        h = float(bandwidth(data.X))
+    else:
+        h = float(bandwidth)
+    if not (h > 0 and math.isfinite(h)):
+        raise ValueError(
+            f"The bandwidth must be a positive finite number; got {h!r}"
+            + (" (the data have zero variance along their first principal component)." if sigma_pc1 == 0 else ".")
+        )
+    return h
+
+
+class _KernelDensityIndex(ProjectionIndex):
+    """Shared by the indices built on the projections' Gaussian KDE (MDH and dePDDP): bandwidth h per node,
+    log density and relative depth (eq. 30)."""
+
+    setup_params = ("bandwidth",)
+
+    def __init__(self, bandwidth: float):
+        if not (bandwidth > 0 and math.isfinite(bandwidth)):
+            raise ValueError(f"bandwidth must be a positive finite number, got {bandwidth!r}.")
+        self.h = float(bandwidth)
+        self.record = {"bandwidth": self.h}
+
+    def log_density(self, p: np.ndarray, w: np.ndarray, x: float) -> float:
+        """log of the 1-D KDE of the projections at x (eq. 3), computed in the log domain."""
+        total = float(w.sum())
+        shift, s0, _, _ = kernel_sums(p, w, float(x), self.h, np.empty_like(p))
+        return math.log(s0) - shift - math.log(total * self.h * SQRT_2PI)
+
+    def relative_depth(self, p: np.ndarray, w: np.ndarray, b: float) -> float:
+        """Relative depth (eq. 30) with the modes adjacent to b; 0 when b does not separate two modes."""
+        log_b = self.log_density(p, w, b)
+        log_l, _, log_r, _ = adjacent_modes(p, w, float(w.sum()), self.h, float(b), np.empty_like(p))
+        return relative_depth_from_logs(log_b, log_l, log_r)
+
+    def _accepted(self, below: float, total: float, log_b: float, log_l: float, log_r: float, min_size: float):
+        if min(below, total - below) < min_size:
+            return None
+        return {"fval": math.exp(log_b), "relative_depth": relative_depth_from_logs(log_b, log_l, log_r)}
+
+    def accept(self, p, w, split, min_size):
+        log_l, _, log_r, _ = adjacent_modes(p, w, float(w.sum()), self.h, float(split.b), np.empty_like(p))
+        below = float(w[p < split.b].sum())
+        return self._accepted(below, float(w.sum()), self.log_density(p, w, split.b), log_l, log_r, min_size)
+
+    def accept_chunked(self, proj, splits, min_size):
+        mom = np.vstack([split.detail[2] for split in splits])
+        stats = passes.split_statistics(proj, mom, self.h, [split.b for split in splits])
+        return [
+            self._accepted(below, mom[j, 0], log_b, log_mode, log_mode, min_size)
+            for j, (below, log_b, log_mode) in enumerate(stats)
+        ]
+
+    def failed_stats(self, split):
+        return {"fval": split.stats["fval"], "relative_depth": 0.0}
+
+    @classmethod
+    def score(cls, stats: dict) -> float:
+        return stats["relative_depth"]
+
+
+@register_index
+class MinimumDensityIndex(_KernelDensityIndex):
+    """MDP² projection index (Pavlidis, Hofmeyr & Tasoulis, JMLR 2016): value, split point, derivative,
+    acceptance.
+
+    The value is log f_CL at its global minimiser b over the alpha schedule's penalty interval
+    (eqs. 10-13), its derivative that of eq. 26; a stage's split is a candidate when b lies strictly
+    inside [mu - alpha sigma, mu + alpha sigma], and valid when each side holds ``min_size`` and its
+    relative depth (eq. 30) is positive. Among starts the largest relative depth wins. Statistics:
+    ``fval`` (the projected density I(v, b), eq. 3) and ``relative_depth``.
+
+    Parameters
+    ----------
+    bandwidth : float
+        Kernel bandwidth h (fixed over the alpha schedule).
+    eta, eps : float
+        Penalty accuracy and smoothness (eq. 10); the paper uses 0.01 and 1 - 1e-6.
+    alphas : sequence of float
+        The continuation schedule.
+    """
+
+    name = "mdh"
+    setup_params = ("bandwidth", "alphas", "eta", "eps")
+    n_components = 2
+
+    def __init__(self, bandwidth: float, eta: float = 1e-2, eps: float = 1.0 - 1e-6, alphas=DEFAULT_ALPHAS):
+        super().__init__(bandwidth)
+        self.eta = float(eta)
+        self.eps = float(eps)
+        self.stages = tuple(float(a) for a in alphas)
+        self.record = {"bandwidth": self.h, "eta": self.eta, "eps": self.eps}
+
+    @classmethod
+    def for_node(cls, data, vals, vecs, *, min_size=1, bandwidth=None, alphas=DEFAULT_ALPHAS, eta=1e-2, eps=1.0 - 1e-6):
+        h = node_bandwidth(bandwidth, data, math.sqrt(vals[0]))
+        if eta > h:
+            warnings.warn(
+                f"eta={eta:g} exceeds the bandwidth h={h:.3g}: at this data scale the penalty of eq. 10 no longer "
+                "keeps b near [mu - alpha sigma, mu + alpha sigma]. Rescale the data (e.g. standardize=True) or "
+                "pass a smaller eta.",
+                UserWarning,
+                stacklevel=4,
+            )
+        return cls(h, eta, eps, alphas)
+
+    def evaluate(self, p: np.ndarray, w: np.ndarray, alpha: float, grad_out: np.ndarray | None = None) -> Split:
+        """The penalised-density minimiser for these projections; ``grad_out`` (if given) gets d log f_CL / d p."""
+        total, mean, std, _, _ = weighted_moments(p, w)
+        kbuf = np.empty_like(p)
+        b, log_f, log_i, _shift, s0, side, r = minimise_penalised_density(
+            p, w, total, mean, std, self.h, alpha, self.eta, self.eps, kbuf
+        )
+        if grad_out is not None:
+            log_density_gradient(
+                p, w, total, mean, std, self.h, alpha, self.eta, self.eps, b, log_f, log_i, s0, side, r, kbuf, grad_out
+            )
+        return Split(b, log_f, {"fval": math.exp(log_i)}, detail=(mean - alpha * std, mean + alpha * std, None))
+
+    def evaluate_chunked(self, proj, alphas, gradient):
+        mom = passes.projection_moments(proj)
+        found = passes.minimise_penalised_density(proj, mom, self.h, alphas, self.eta, self.eps)
+        XtG = sum_g = None
+        if gradient:
+            XtG, sum_g = passes.gradient(proj, mom, self.h, alphas, self.eta, self.eps, found)
+        out = []
+        for j, (b, log_f, log_i, *_) in enumerate(found):
+            lower, upper = mom[j, 1] - alphas[j] * mom[j, 2], mom[j, 1] + alphas[j] * mom[j, 2]
+            split = Split(b, log_f, {"fval": math.exp(log_i)}, detail=(lower, upper, mom[j : j + 1]))
+            out.append((split, None if XtG is None else XtG[:, j], None if sum_g is None else sum_g[j]))
+        return out
+
+    def stage_done(self, split: Split) -> bool:
+        """b lies strictly inside [mu - alpha sigma, mu + alpha sigma], so the penalty is inactive."""
+        return split.detail[0] < split.b < split.detail[1]
+
+    def accept(self, p, w, split, min_size):
+        stats = super().accept(p, w, split, min_size)
+        return stats if stats is not None and stats["relative_depth"] > 0 else None
+
+    def accept_chunked(self, proj, splits, min_size):
+        return [s if s is not None and s["relative_depth"] > 0 else None for s in super().accept_chunked(proj, splits, min_size)]
+
+    def stage_record(self, alpha) -> dict:
+        return {"alpha": float(alpha)}
+
+    @classmethod
+    def polish_params(cls, params: dict) -> dict:
+        return {"alphas": (params["alpha"],)}
+
+
+@register_index
+class DensityMinimumIndex(_KernelDensityIndex):
+    """dePDDP (Tasoulis, Tasoulis & Plagianakos, Pattern Recognit. 43(11), 2010): the first principal
+    direction, split at the lowest interior minimum of its Gaussian KDE (bandwidth as MDH's).
+
+    A unimodal projection gives no valid split; its would-be split is then the mean (PDDP's), so that a
+    forced split (``force_n_clusters``) is still possible. Statistics: ``fval`` (the density at b, nan
+    without a minimum) and ``relative_depth``.
+    """
+
+    name = "depddp"
+    fixed_direction = True
+
+    @classmethod
+    def for_node(cls, data, vals, vecs, *, min_size=1, bandwidth=None):
+        return cls(node_bandwidth(bandwidth, data, math.sqrt(vals[0])))
+
+    def _split(self, b: float, log_i: float, moments=None) -> Split:
+        if not math.isfinite(b):
+            return Split(0.0, math.inf, {"fval": math.nan}, detail=(None, None, moments))
+        return Split(float(b), log_i, {"fval": math.exp(log_i)}, detail=(None, None, moments))
+
+    def evaluate(self, p, w, stage, grad_out=None):
+        b, log_i = lowest_density_minimum(p, w, float(w.sum()), self.h, np.empty_like(p))
+        return self._split(b, log_i)
+
+    def evaluate_chunked(self, proj, stages, gradient):
+        mom = passes.projection_moments(proj)
+        out = []
+        for j in range(len(stages)):
+            b, log_i = passes.lowest_density_minimum(proj, mom, self.h, j)
+            out.append((self._split(b, log_i, mom[j : j + 1]), None, None))
+        return out
+
+    def stage_done(self, split: Split) -> bool:
+        return math.isfinite(split.value)

@@ -1,0 +1,229 @@
+"""The tree grower: one way to grow a :class:`ClusterTree` for every projection index, used by the one-split
+estimators (``n_clusters=2``) and every divisive estimator, in memory, in summary mode and in exact mode.
+
+Growth repeatedly splits the leaf that ``rank`` prefers among the leaves with a valid split. Each split is
+found on the leaf's own rows (re-centred, its principal components and bandwidth or scale recomputed).
+With ``lazy=True`` (a rank that needs no split, such as size) a leaf's split is computed only when the
+leaf is ranked first, which gives the same tree as computing every leaf eagerly. With ``parallel=True``
+(summary mode) the two children of every split are split at once, each restart a named Dask task
+(``lowdens-split-node-<id>-start-<j>-<token>``), so the tree grows in parallel on a cluster.
+
+When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
+leaf that ``rank`` prefers with the best hyperplane found for it (the node is marked ``forced``); with
+``force=False`` growth stops at the last valid split.
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import dask
+import numpy as np
+from dask.base import tokenize
+
+from ..backend.frame import Frame
+from ..indices import get_index
+from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
+from .cluster_tree import ClusterTree, Node
+
+
+class Refine(NamedTuple):
+    """Exact polishing of summary-mode splits (``refine``): the chunked rows, their frame, L-BFGS steps."""
+
+    rows: object  #: the rows as a chunked data-layer node (``ChunkedNode``)
+    frame: Frame  #: the frame the rows are fitted in
+    iterations: int
+
+
+class Growth(NamedTuple):
+    """What :func:`grow_tree` returns."""
+
+    tree: ClusterTree  #: splits in the original coordinates
+    n_leaves: int
+    n_forced: int  #: splits made by ``force``
+    root_split: Hyperplane | None  #: the root's best split in the original coordinates, valid or not
+
+
+def grow_tree(
+    root,
+    method: str,
+    params: dict,
+    *,
+    n_clusters: int | None,
+    rank: Callable[[Node, object, Hyperplane | None], float],
+    lazy: bool = False,
+    min_size: float = 1,
+    frame: Frame = Frame(),
+    force: bool = False,
+    parallel: bool = False,
+    refine: Refine | None = None,
+) -> Growth:
+    """Grow a tree on ``root`` (a data-layer object in the coordinates of ``frame``) with the index ``method``.
+
+    ``params`` are the index's set-up and pursuit parameters (without ``min_size``); ``rank(node, data,
+    hyperplane)`` scores a leaf (larger splits first; ``hyperplane`` is None for an unevaluated leaf when
+    ``lazy``).
+    """
+    tree = ClusterTree(root.n_features, method, {**params, "min_size": min_size}, root_size=root.total_weight)
+    leaves = {0: root}  # leaf id -> its rows, in the frame
+    row_leaves = {} if refine is None else {0: refine.rows}  # leaf id -> its chunked rows (refine)
+    found: dict[int, Hyperplane | None] = {}  # leaf id -> best split in the frame (maybe invalid), or None
+    target = math.inf if n_clusters is None else n_clusters
+    token = tokenize(root.token, method, params, min_size)[:8]
+    n_leaves, n_forced = 1, 0
+
+    def compute(leaf: int) -> None:
+        if leaf not in found:
+            found[leaf] = _best_split(method, leaves[leaf], params, min_size, None)
+
+    def score(leaf: int) -> float:
+        value = float(rank(tree.nodes[leaf], leaves[leaf], found.get(leaf)))
+        return -math.inf if math.isnan(value) else value
+
+    def valid(leaf: int) -> bool:
+        return found[leaf] is not None and found[leaf].valid
+
+    while n_leaves < target:
+        if not lazy:
+            for leaf in leaves:
+                compute(leaf)
+        candidates = [leaf for leaf in leaves if leaf not in found or valid(leaf)]
+        forced = not candidates
+        if forced:
+            if not force:
+                break
+            for leaf in leaves:
+                compute(leaf)
+            candidates = [leaf for leaf in leaves if found[leaf] is not None]
+            if not candidates:
+                break
+        leaf = max(candidates, key=score)
+        compute(leaf)
+        if not (valid(leaf) or forced):
+            continue
+        node, parts = _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size)
+        if node is None:  # a forced split with a side below min_size: this leaf cannot be split
+            found[leaf] = None
+            continue
+        n_leaves += 1
+        n_forced += forced
+        if parallel and n_leaves < target:
+            _split_in_tasks(method, params, min_size, list(node.children), leaves, found, token)
+    for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
+        if hp is not None and hp.valid and leaf in leaves:
+            tree.nodes[leaf].set_hyperplane(method, _to_original(hp, frame))
+    root_split = found.get(0)
+    return Growth(tree, n_leaves, n_forced, None if root_split is None else _to_original(root_split, frame))
+
+
+def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size):
+    """Make the split of ``leaf`` (polished first with ``refine``); returns (node, parts) or (None, None)."""
+    hp = found[leaf]
+    original = _to_original(hp, frame)
+    row_parts = None
+    if refine is not None:  # polish the split on the node's rows, then split both
+        rows = row_leaves[leaf]
+        polished = polish(method, rows, hp, frame, refine.frame, params, refine.iterations, min_size)
+        if polished is not None:
+            original = _to_original(polished[0], refine.frame)
+            hp = polished[1]
+        row_parts = rows.split(*refine.frame.from_original(original.v, original.b))
+    parts = leaves[leaf].split(hp.v, hp.b)
+    sizes = [part.total_weight for part in (row_parts or parts)]
+    if forced and min(sizes) < max(min_size, 1e-300):
+        return None, None
+    del leaves[leaf]
+    node = tree.add_split(leaf, method, original, sizes, forced=forced)
+    leaves.update(zip(node.children, parts))
+    if row_parts is not None:
+        del row_leaves[leaf]
+        row_leaves.update(zip(node.children, row_parts))
+    return node, parts
+
+
+def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
+    if frame.mean is None:
+        return hp
+    v, b = frame.to_original(hp.v, hp.b)
+    return hp._replace(v=v, b=b)
+
+
+def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> None:
+    """Split the given leaves at once, each restart of each leaf a named Dask task (on the active
+    distributed client, the leaves' rows are scattered once rather than put in the graph)."""
+    index = get_index(method)
+    starts = range(index.n_starts(leaves[nodes[0]].n_features)) if params.get("v0") is None else [None]
+    jobs = [(c, j) for c in nodes for j in starts]
+    keys = [f"lowdens-split-node-{c}-start-{j}-{token}" for c, j in jobs]
+    client = _distributed_client()
+    if client is not None:
+        data = dict(zip(nodes, client.scatter([leaves[c] for c in nodes])))
+        futures = [
+            client.submit(_split_from_start, method, data[c], params, min_size, j, key=k) for (c, j), k in zip(jobs, keys)
+        ]
+        results = client.gather(futures)
+    else:
+        tasks = [
+            dask.delayed(_split_from_start, pure=True)(method, leaves[c], params, min_size, j, dask_key_name=k)
+            for (c, j), k in zip(jobs, keys)
+        ]
+        results = dask.compute(*tasks)
+    for c in nodes:
+        found[c] = _combine([r for (cc, _), r in zip(jobs, results) if cc == c], method)
+
+
+def _best_split(method: str, data, params: dict, min_size: float, start: int | None) -> Hyperplane | None:
+    return _combine([_split_from_start(method, data, params, min_size, start)], method)
+
+
+def _split_from_start(method: str, data, params: dict, min_size: float, start: int | None) -> Hyperplane | None:
+    """The node's split from one restart (all restarts if ``start`` is None), or None if the node is too
+    small to split. A plain function: it runs on workers."""
+    if data.n_samples < 2 or data.total_weight < 2 * min_size:
+        return None
+    return find_hyperplane(method, data, min_size=min_size, start=start, **params)
+
+
+def _combine(found: list[Hyperplane | None], method: str) -> Hyperplane | None:
+    """The best restart's split (valid or not), with the evaluations and final directions of all of them."""
+    found = [hp for hp in found if hp is not None]
+    if not found:
+        return None
+    best = best_of_starts(found, get_index(method))
+    return best._replace(
+        n_evaluations=sum(hp.n_evaluations for hp in found), starts=tuple(v for hp in found for v in hp.starts)
+    )
+
+
+def polish(method: str, rows, hp: Hyperplane, frame: Frame, row_frame: Frame, params: dict, iterations: int,
+           min_size: float):
+    """Polish a summary-mode split with exact passes over the node's rows (``refine``).
+
+    ``iterations`` L-BFGS steps from every start's summary direction at once (one pass serves all of them),
+    at the continuation stage the summary reached (the alpha of MDH); the start the index scores best on
+    the rows wins. ``frame`` and ``row_frame`` are the frames of the summary and of the rows. Returns
+    ``(split in the rows' frame, the same in the summary's frame)``, or None if no polished start is valid.
+    """
+    if rows.n_samples < 2:
+        return None
+    starts = np.column_stack([frame.to(row_frame, v, 0.0)[0] for v in hp.starts or (hp.v,)])
+    params = {**params, **get_index(method).polish_params(hp.params), "v0": starts, "maxiter": iterations}
+    polished = find_hyperplane(method, rows, min_size=min_size, **params)
+    if not polished.valid:
+        return None
+    v, b = row_frame.to(frame, polished.v, polished.b)
+    return polished, polished._replace(v=v, b=b)
+
+
+def _distributed_client():
+    """The active distributed Client, if any."""
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
