@@ -1,4 +1,5 @@
-"""Divisive MDH clustering (MDHClustering, PPCI's ``mddc``) on the ten bundled data sets: quality and speed.
+"""Divisive clustering on the ten bundled data sets: MDHClustering (PPCI's ``mddc``) in detail, and
+NCutClustering (``ncutdc``) and MCClustering (``mcdc``) against PPCI; quality and speed.
 
 For each data set, ``MDHClustering(n_clusters=K)`` with K the true number of classes, at its defaults, on
 the data as shipped (no preprocessing). Reported:
@@ -11,12 +12,20 @@ the data as shipped (no preprocessing). Reported:
 - the plain numpy/scipy reference (``reference_mdh.mddc_reference``): its time (median of 3, or 1 with
   ``--quick``), its V-measure and the speed-up reference time / our warm time;
 - our warm time over PPCI's measured time on every set where PPCI takes at least 1 s (target <= 0.2);
-- the variants (``--variants``): the other split indices of MDHClustering ("fval", "rdepth") and DePDDP at
-  its default ("fval"), each fitted in a single-thread subprocess (warm, median of ``--repeats``), with
-  their V-measure beside the default's.
+- the variants (``--variants``, default all): the other split indices of MDHClustering ("fval", "rdepth"),
+  DePDDP at its default ("fval"), ``NCutClustering(n_clusters=K)`` ("ncut") and
+  ``MCClustering(n_clusters=K, random_state=0)`` ("mc"), each fitted in a single-thread subprocess (warm: one
+  warm-up fit, then the median of ``--repeats``, default 5), with their V-measure beside the default's.
+- NCut and MC against PPCI (``ncutdc``, ``mcdc``) on PPCI's protocol: the data with its constant columns
+  dropped (done in the worker before the timed fits, so not timed), K = true K, single thread, warm. Per data
+  set: n, d after dropping, K, leaves, ARI, V-measure beside PPCI's, our single-thread warm time beside
+  PPCI's and their ratio; then our mean V-measure against PPCI's (target: at least PPCI's), the ratio
+  ours / PPCI on every set where PPCI takes at least 1 s (target: at most 0.1 on each), and the total time.
+  The mdh variants and the default MDHClustering run on the data as shipped.
 
-PPCI's figures (V-measure, seconds; single thread, median of 3, same machine class) are read from
-``../shared/anchors/ppci-bundled.csv``.
+PPCI's figures (V-measure, seconds; single thread, data as shipped with constant columns dropped, K = true
+K, median of 3, same machine class) are read from ``../shared/anchors/ppci-bundled.csv``; means and totals
+are computed from that file.
 
     python benchmarks/divisive.py [--datasets a,b] [--repeats N] [--quick] [--no-reference] [--variants a,b]
                                   [--output FILE]
@@ -36,6 +45,7 @@ import numpy as np
 
 # _common first: it puts the repository root on sys.path.
 from _common import (
+    ANCHORS_DIR,
     REPO_ROOT,
     RESULTS_DIR,
     command_line,
@@ -46,20 +56,32 @@ from _common import (
     write_markdown,
 )
 
-from lowdens_dask import DePDDP, MDHClustering
+from lowdens_dask import DePDDP, MCClustering, MDHClustering, NCutClustering
 from lowdens_dask.datasets import list_datasets, load_dataset
 from lowdens_dask.metrics import cluster_performance
 
-PPCI = load_anchors()
-PPCI_VMEASURE = {d: r["V"] for (d, m), r in PPCI.items() if m == "mddc"}
-PPCI_TIME = {d: r["seconds"] for (d, m), r in PPCI.items() if m == "mddc" and r["seconds"] >= 1.0}
+ANCHORS_FILE = "ppci-bundled.csv"
+PPCI = load_anchors(ANCHORS_FILE)
+#: PPCI's measured figures by method: {method: {dataset: {"seconds", "ARI", "V"}}}.
+PPCI_BY_METHOD: dict[str, dict[str, dict]] = {}
+for (_dataset, _method), _row in PPCI.items():
+    PPCI_BY_METHOD.setdefault(_method, {})[_dataset] = _row
+PPCI_VMEASURE = {d: r["V"] for d, r in PPCI_BY_METHOD["mddc"].items()}
+#: Time comparisons against PPCI are made only where PPCI takes at least this long (seconds).
+PPCI_MIN_SECONDS = 1.0
+PPCI_TIME = {d: r["seconds"] for d, r in PPCI_BY_METHOD["mddc"].items() if r["seconds"] >= PPCI_MIN_SECONDS}
 TIME_RATIO_TARGET = 0.2
+#: Target for NCut and MC: single-thread warm time / PPCI's time, on each set where PPCI >= PPCI_MIN_SECONDS.
+PPCI_VARIANT_RATIO_TARGET = 0.1
 
 #: Estimators compared beside the default MDHClustering: name -> (estimator for K clusters, PPCI method).
+#: Variants with a PPCI method are fitted on PPCI's protocol (constant columns dropped) and compared with it.
 VARIANTS = {
     "mdh-fval": (lambda k: MDHClustering(n_clusters=k, split_index="fval"), None),
     "mdh-rdepth": (lambda k: MDHClustering(n_clusters=k, split_index="rdepth"), None),
     "depddp": (lambda k: DePDDP(n_clusters=k), None),
+    "ncut": (lambda k: NCutClustering(n_clusters=k), "ncutdc"),
+    "mc": (lambda k: MCClustering(n_clusters=k, random_state=0), "mcdc"),
 }
 SINGLE_THREAD_ENV = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                        "MKL_NUM_THREADS")}
@@ -68,6 +90,24 @@ RESULT_TAG = "RESULT "
 
 def n_classes(y) -> int:
     return int(np.unique(y).size)
+
+
+def anchors_date() -> str:
+    """The date the anchors README gives for the reference figures ("(these: YYYY-MM-DD)"), or "undated"."""
+    import re
+
+    try:
+        text = (ANCHORS_DIR / "README.md").read_text()
+    except OSError:
+        return "undated"
+    match = re.search(r"these:\s*(\d{4}-\d{2}-\d{2})", text)
+    return match.group(1) if match else "undated"
+
+
+def drop_constant_columns(X) -> np.ndarray:
+    """X without its constant columns (PPCI's protocol for the bundled data sets)."""
+    X = np.asarray(X)
+    return X[:, np.ptp(X, axis=0) > 0]
 
 
 def fit(X, k, variant=None):
@@ -85,6 +125,8 @@ def worker(mode: str, name: str, repeats: int, variant: str | None = None) -> di
     repeats."""
     X, y = load_dataset(name)
     k = n_classes(y)
+    if variant is not None and VARIANTS[variant][1] is not None:
+        X = drop_constant_columns(X)  # PPCI's protocol; before any timing
     if mode == "cold":
         start = time.perf_counter()
         fit(X, k, variant)
@@ -92,8 +134,8 @@ def worker(mode: str, name: str, repeats: int, variant: str | None = None) -> di
     model, _ = fit(X, k, variant)
     perf = cluster_performance(y, model.labels_)
     med, times = median_time(lambda: fit(X, k, variant), repeats)
-    return {"time": med, "times": times, "leaves": int(model.n_clusters_), "ari": perf["adjusted_rand"],
-            "vm": perf["v_measure"]}
+    return {"time": med, "times": times, "n": int(X.shape[0]), "d": int(X.shape[1]), "k": k,
+            "leaves": int(model.n_clusters_), "ari": perf["adjusted_rand"], "vm": perf["v_measure"]}
 
 
 def run_worker(mode: str, name: str, repeats: int, env_update: dict, variant: str | None = None) -> dict:
@@ -209,28 +251,127 @@ def report(rows, args, ref_repeats, variants) -> str:
         detail.append(line)
     parts.append("## All times (s)\n\n" + "\n".join(detail))
     if variants:
-        parts.append(variants_report(rows, variants))
+        parts.append(variants_report(rows, variants, args.repeats))
     return "\n\n".join(parts)
 
 
-def variants_report(rows, variants: dict) -> str:
-    """V-measure and single-thread warm time of each variant beside the default MDHClustering."""
+def variants_report(rows, variants: dict, repeats: int) -> str:
+    """V-measure and single-thread warm time of each variant beside the default MDHClustering; then, for each
+    variant with a PPCI method, its comparison against PPCI."""
     default = {r["name"]: r for r in rows}
     header = ["dataset", "default V-m", *[f"{v} V-m" for v in variants], *[f"{v} 1-thread (s)" for v in variants]]
     table = []
     for name in default:
-        table.append([name, fmt(default[name]["vm"]), *[fmt(variants[v][name]["vm"]) for v in variants],
+        table.append([name, fmt(default[name]["vm"]), *[fmt(variants[v][name].get("vm")) for v in variants],
                       *[fmt(variants[v][name]["time"]) for v in variants]])
     table.append(["**mean**", fmt(float(np.mean([r["vm"] for r in rows]))),
-                  *[fmt(float(np.mean([variants[v][n]["vm"] for n in default]))) for v in variants],
+                  *[fmt(_mean(variants[v][n].get("vm") for n in default)) for v in variants],
                   *["" for _ in variants]])
+
+    def leaves_note(v):
+        off = [f"{n} {variants[v][n].get('leaves', 'failed')}" for n in default
+               if variants[v][n].get("leaves") != default[n]["k"]]
+        return f"{v}: " + (", ".join(off) if off else "all K")
+
+    protocol = [v for v in variants if VARIANTS[v][1] is not None]
     lines = ["## Variants", "",
-             "The other split indices of `MDHClustering` and `DePDDP` at its defaults (split index \"fval\"), "
-             "K = number of classes; warm median of the repeats in a single-thread subprocess. Leaves formed: "
-             + "; ".join(f"{v}: " + ", ".join(f"{n} {variants[v][n]['leaves']}" for n in default
-                                                if variants[v][n]["leaves"] != default[n]["k"]) or f"{v}: all K"
-                         for v in variants) + ".", "", markdown_table(header, table)]
+             "Other estimators beside the default `MDHClustering`: the other split indices of `MDHClustering`, "
+             "`DePDDP` at its defaults (split index \"fval\"), `NCutClustering` (\"ncut\") and `MCClustering` with "
+             "random_state=0 (\"mc\"), as selected by `--variants`; K = number of classes; warm median of the "
+             "repeats in a single-thread subprocess. "
+             + (f"{', '.join(protocol)}: on the data with its constant columns dropped (PPCI's protocol); the others "
+                "on the data as shipped. " if protocol else "")
+             + "Leaves formed where not K: " + "; ".join(leaves_note(v) for v in variants) + ".",
+             "", markdown_table(header, table)]
+    for v in protocol:
+        lines += ["", ppci_report(v, VARIANTS[v][1], variants[v], repeats)]
     return "\n".join(lines)
+
+
+def _mean(values) -> float:
+    values = [float(x) if x is not None else float("nan") for x in values]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def ppci_report(variant: str, method: str, results: dict, repeats: int) -> str:
+    """``variant`` against PPCI's ``method``: quality per data set and on average, time per data set, total."""
+    ppci = PPCI_BY_METHOD[method]
+    names = [n for n in results if n in ppci]
+    missing = [n for n in results if n not in ppci]
+    target = PPCI_VARIANT_RATIO_TARGET
+    table, slow = [], []
+    for n in names:
+        r, p = results[n], ppci[n]
+        ratio = r["time"] / p["seconds"]
+        if p["seconds"] >= PPCI_MIN_SECONDS:
+            ok = ratio <= target  # False for a failed run (nan)
+            slow.append((n, ratio, ok))
+            verdict = "yes" if ok else "**NO**"
+        else:
+            verdict = "-"
+        table.append([n, r.get("n", "-"), r.get("d", "-"), r.get("k", "-"), r.get("leaves", "-"), fmt(r.get("ari")),
+                      fmt(r.get("vm")), fmt(p["V"]), fmt(r["time"]), fmt(p["seconds"]), fmt(ratio),
+                      verdict])
+    ours_vm = _mean(results[n].get("vm") for n in names)
+    ppci_vm = _mean(ppci[n]["V"] for n in names)
+    ours_total = float(sum(results[n]["time"] for n in names))
+    ppci_total = float(sum(ppci[n]["seconds"] for n in names))
+    table.append(["**mean / total**", "", "", "", "", fmt(_mean(results[n].get("ari") for n in names)),
+                  fmt(ours_vm), fmt(ppci_vm), fmt(ours_total), fmt(ppci_total),
+                  fmt(ours_total / ppci_total if ppci_total else float("nan")), ""])
+    header = ["dataset", "n", "d", "K", "leaves", "ARI", "V-m", "PPCI V-m", "ours 1-thread warm (s)", "PPCI (s)",
+              "ratio ours / PPCI", f"<= {target}"]
+    full = set(names) == set(ppci)
+    lines = [
+        f"## {variant} against PPCI `{method}`", "",
+        f"`{_estimator_text(variant)}` against PPCI's `{method}` on PPCI's protocol: the data as shipped with its "
+        "constant columns dropped (dropped in the worker before the warm-up fit, not timed; d below is after "
+        "dropping), K = true number of classes, single thread (NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS=1), warm (one "
+        f"warm-up fit, then the median of {repeats} fit(s)"
+        + (", fewer than PPCI's 3: a trial run" if repeats < 3 else "")
+        + "; the warm-up fit is scored). PPCI's figures: "
+        f"`shared/anchors/{ANCHORS_FILE}` (measured {anchors_date()}; PPCI 0.1.5, single thread, median of 3). "
+        f"Targets: mean V-measure at least PPCI's; ours / PPCI <= {target} on every set where PPCI takes at least "
+        f"{PPCI_MIN_SECONDS:g} s (\"-\": PPCI under {PPCI_MIN_SECONDS:g} s).", "",
+        markdown_table(header, table), "",
+    ]
+    scope = "the ten data sets" if full else f"this subset ({len(names)} of {len(ppci)} data sets)"
+    if ours_vm != ours_vm:  # nan: a run failed
+        verdict = "not determined: failed runs"
+    else:
+        verdict = f"{'meets' if ours_vm >= ppci_vm else '**below**'} target, {ours_vm - ppci_vm:+.3f}"
+    vm_line = f"- Mean V-measure over {scope}: **{fmt(ours_vm)}** vs PPCI {fmt(ppci_vm)} ({verdict})."
+    if not full:
+        vm_line += (f" PPCI's mean over all {len(ppci)} sets: {_mean(r['V'] for r in ppci.values()):.3f}; the "
+                    "target applies to the full run.")
+    lines.append(vm_line)
+    if slow:
+        listed = ", ".join(f"{n} {fmt(ratio)} ({'yes' if ok else 'NO'})" for n, ratio, ok in slow)
+        all_ok = all(ok for _, _, ok in slow)
+        time_line = (f"- Time, sets where PPCI >= {PPCI_MIN_SECONDS:g} s (ours / PPCI): {listed}; "
+                     + ("**all meet** the" if all_ok else "**not all meet** the") + f" <= {target} target.")
+    else:
+        time_line = f"- Time: no set in this run where PPCI takes at least {PPCI_MIN_SECONDS:g} s."
+    all_slow = sorted(n for n, r in ppci.items() if r["seconds"] >= PPCI_MIN_SECONDS)
+    if not full:
+        time_line += f" Over all {len(ppci)} sets, PPCI takes >= {PPCI_MIN_SECONDS:g} s on {', '.join(all_slow)}."
+    lines.append(time_line)
+    total_line = (f"- Total time over {scope}: ours {ours_total:.3f} s vs PPCI {ppci_total:.3f} s "
+                  f"(ratio {ours_total / ppci_total:.3f}).")
+    if not full:
+        total_line += f" PPCI's total over all {len(ppci)} sets: {sum(r['seconds'] for r in ppci.values()):.1f} s."
+    lines.append(total_line)
+    failed = [n for n in names if "error" in results[n]]
+    if failed:
+        lines.append(f"- Failed runs (no figures): {', '.join(failed)}.")
+    if missing:
+        lines.append(f"- No PPCI figures for: {', '.join(missing)}.")
+    return "\n".join(lines)
+
+
+def _estimator_text(variant: str) -> str:
+    return {"ncut": "NCutClustering(n_clusters=K)", "mc": "MCClustering(n_clusters=K, random_state=0)"}.get(
+        variant, variant)
 
 
 def main(argv=None):

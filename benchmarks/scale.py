@@ -1,4 +1,7 @@
-"""Scale benchmark: summary-mode MDHClustering end to end from zarr on a 2-process LocalCluster.
+"""Scale benchmark: a summary-mode divisive estimator end to end from zarr on a 2-process LocalCluster.
+
+The estimator is ``lowdens_dask.METHODS[--method].clustering`` (default ``mdh``: MDHClustering), constructed
+as ``(n_clusters=16, random_state=0, labels_store=...)`` at its other defaults; the warm-up fit uses it too.
 
 Data: a float32 mixture of K = 16 Gaussians in d = 32 (centres ~ N(0, 3^2 I), identity covariances,
 weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr store (zstd,
@@ -12,7 +15,10 @@ weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr 
 - ARI against the truth;
 - with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
-    python benchmarks/scale.py [--n 1e6,1e7] [--peers] [--workdir DIR] [--output FILE]
+    python benchmarks/scale.py [--method mdh] [--n 1e6,1e7] [--peers] [--workdir DIR] [--output FILE]
+
+The default output is ``benchmarks/results/scale.md`` for mdh and ``benchmarks/results/scale-<method>.md``
+otherwise.
 
 The agreement of summary mode with exact mode is measured by ``benchmarks/agreement.py``.
 """
@@ -34,7 +40,7 @@ from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdo
 from distributed import Client, LocalCluster, get_task_stream
 from sklearn.metrics import adjusted_rand_score
 
-from lowdens_dask import MDHClustering
+from lowdens_dask import METHODS
 
 K, D, CHUNK = 16, 32, 125_000
 POINTERS = (
@@ -104,7 +110,7 @@ def passes(task_stream, n_chunks: int) -> float:
     return reads / n_chunks
 
 
-def run_scale(client, workdir: Path, n: int, peers: bool) -> dict:
+def run_scale(client, workdir: Path, n: int, peers: bool, estimator) -> dict:
     path = workdir / f"mixture_{n}.zarr"
     t = time.perf_counter()
     generate(path, n)
@@ -124,7 +130,7 @@ def run_scale(client, workdir: Path, n: int, peers: bool) -> dict:
         shutil.rmtree(labels_path, ignore_errors=True)
         with PeakRSS() as rss_r, get_task_stream(client) as ts_r:
             t = time.perf_counter()
-            model = MDHClustering(n_clusters=K, random_state=0, labels_store=str(labels_path)).fit(str(path / "X"))
+            model = estimator(n_clusters=K, random_state=0, labels_store=str(labels_path)).fit(str(path / "X"))
             fits.append(time.perf_counter() - t)
         if r == 0:
             rss, ts = rss_r, ts_r
@@ -163,11 +169,16 @@ def run_scale(client, workdir: Path, n: int, peers: bool) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--method", default="mdh", choices=tuple(METHODS),
+                        help="divisive estimator to benchmark: a key of lowdens_dask.METHODS (default mdh)")
     parser.add_argument("--n", default="1e6,1e7")
     parser.add_argument("--peers", action="store_true")
     parser.add_argument("--workdir", default=None)
-    parser.add_argument("--output", default=str(RESULTS_DIR / "scale.md"))
+    parser.add_argument("--output", default=None,
+                        help="default: benchmarks/results/scale.md for mdh, scale-<method>.md otherwise")
     args = parser.parse_args(argv)
+    estimator = METHODS[args.method].clustering
+    output = args.output or str(RESULTS_DIR / ("scale.md" if args.method == "mdh" else f"scale-{args.method}.md"))
     sizes = [int(float(s)) for s in args.n.split(",") if s]
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="lowdens-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -181,14 +192,14 @@ def main(argv=None):
         t = time.perf_counter()
         warm = workdir / "warm.zarr"
         generate(warm, 2 * CHUNK)
-        MDHClustering(n_clusters=4, random_state=0).fit(str(warm / "X")).labels_.compute()
+        estimator(n_clusters=4, random_state=0).fit(str(warm / "X")).labels_.compute()
         compile_time = time.perf_counter() - t
         shutil.rmtree(warm, ignore_errors=True)
         print(f"cluster start {startup:.1f} s, warm-up (compile) {compile_time:.1f} s", file=sys.stderr)
         results = []
         for n in sizes:
             print(f"n = {n:.0e} ...", file=sys.stderr)
-            results.append(run_scale(client, workdir, n, args.peers))
+            results.append(run_scale(client, workdir, n, args.peers, estimator))
             print(results[-1], file=sys.stderr)
 
     header = ["n", "microclusters", "leaves", "runs", "fit end to end (s, median)", "plain pass (s, median)",
@@ -197,6 +208,8 @@ def main(argv=None):
              fmt(r["plain_pass_s"], 2), fmt(r["ratio"], 2), fmt(r["peak_rss_gb"], 2), fmt(r["passes"], 2),
              fmt(r["ari"])] for r in results]
     parts.append(
+        f"Estimator: `{estimator.__name__}(n_clusters={K}, random_state=0, labels_store=...)` "
+        f"(`--method {args.method}`), other parameters at their defaults. "
         f"Cluster start-up {startup:.1f} s; warm-up fit (numba compilation in the workers) {compile_time:.1f} s, "
         "both excluded from the times below. LocalCluster: 2 worker processes x 1 thread. Peers run once.\n\n"
         + markdown_table(header, rows)
@@ -215,7 +228,7 @@ def main(argv=None):
             ["n", "peer", "peer time (s)", "peer peak RSS (GB)", "peer ARI", "peer time / our end-to-end", "our ARI"], prow))
     parts.append(POINTERS)
     body = "\n\n".join(parts)
-    path = write_markdown(args.output, "Scale-out: summary mode from zarr", command_line(), body)
+    path = write_markdown(output, f"Scale-out: {estimator.__name__}, summary mode from zarr", command_line(), body)
     print(body)
     print(f"written to {path}", file=sys.stderr)
     shutil.rmtree(workdir, ignore_errors=True)

