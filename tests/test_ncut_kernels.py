@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from lowdens_dask.indices.ncut import _radix_argsort, ncut_scale, ncut_split, sort_projections
+from lowdens_dask.indices.ncut import ncut_scale, ncut_split
 
 
 def similarity(p, w, s):
@@ -192,32 +192,6 @@ def test_no_admissible_split(p, w, min_size):
     value, b, below, grad = run_kernel(p, w, 1.0, min_size)
     assert value == np.inf and math.isnan(b) and below == 0.0
     assert np.all(grad == 0.0)
-
-
-SORT_INPUTS = {
-    "mixture": lambda rng: make_case(1, 500)[0],
-    "duplicates and signed zeros": lambda rng: np.r_[np.round(rng.normal(size=300)), -0.0, 0.0, -0.0],
-    "far outlier": lambda rng: np.r_[rng.normal(size=400), 1e12],  # defeats the buckets
-    "geometric": lambda rng: rng.permutation(2.0 ** np.arange(-500, 500, 3)),
-    "infinities": lambda rng: np.r_[rng.normal(size=50), np.inf, -np.inf],
-    "crowded first bucket": lambda rng: np.r_[rng.uniform(0, 1e-3, 50), rng.uniform(0, 1, 50)],
-    "descending": lambda rng: np.linspace(1, -1, 200),
-    "constant": lambda rng: np.full(20, -1.5),
-    "two points": lambda rng: np.array([3.0, -3.0]),
-}
-
-
-@pytest.mark.parametrize("name", SORT_INPUTS)
-@pytest.mark.parametrize("sorter", [sort_projections, _radix_argsort])
-def test_sort_projections(name, sorter):
-    p = SORT_INPUTS[name](np.random.default_rng(5))
-    p0 = p.copy()
-    xs, order = np.empty(p.size), np.empty(p.size, dtype=np.int64)
-    sorter(p, xs, order)
-    np.testing.assert_array_equal(np.sort(order), np.arange(p.size))
-    np.testing.assert_array_equal(xs, p[order])
-    np.testing.assert_array_equal(xs, np.sort(p))
-    np.testing.assert_array_equal(p, p0)
 
 
 def test_far_outlier_matches_brute_force():

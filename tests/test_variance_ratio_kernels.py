@@ -7,7 +7,6 @@ import pytest
 from sklearn.cluster import KMeans
 
 from lowdens_dask.indices.variance_ratio import (
-    argsort_float,
     two_means_direction,
     variance_ratio_split,
     weighted_two_means,
@@ -232,28 +231,6 @@ def test_exact_tie_takes_the_first_split():
     assert (b, below) == (0.5, 2.0)
     # m = 1, V = 4/5, B = (1/3)(1) + (2/3)(1/4) = 1/2: VR = (1/2) / (3/10) = 5/3
     assert value == pytest.approx(5.0 / 3.0, rel=1e-14)
-
-
-# ----------------------------------------------------------------------------------------------------
-# argsort_float (the sort inside the split)
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_argsort_float_sorts(seed):
-    rng = np.random.default_rng(400 + seed)
-    for n in (5, 300, 6000):
-        x = rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3, size=n)
-        x[: n // 7] = np.round(x[: n // 7])  # duplicates, zeros
-        x[1::13] = -0.0
-        x[2::17] = 1.0 + rng.integers(0, 50, size=x[2::17].size) * np.finfo(float).eps  # equal top bits
-        order = argsort_float(x)
-        assert np.array_equal(np.sort(order), np.arange(n))
-        assert np.array_equal(x[order], np.sort(x))
-    # values differing only in their low bits: the insertion fix-up exceeds its budget and hands over
-    x = 1.0 + rng.permutation(3000) * np.finfo(float).eps
-    assert np.array_equal(x[argsort_float(x)], np.sort(x))
-    x = rng.normal(size=2000)[::2]  # a strided view
-    assert np.array_equal(x[argsort_float(x)], np.sort(x))
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..backend import InMemoryData
-from ..indices import DEFAULT_ALPHAS, INDICES, ProjectionIndex, Split, get_index, silverman_bandwidth
+from ..indices import DEFAULT_ALPHAS, ProjectionIndex, Split, get_index, silverman_bandwidth  # noqa: F401 (re-exported)
 from ._bfgs import LBFGSMemory, lbfgs_steps
 
 #: Curvature pairs kept by L-BFGS: at least one continuation stage, so each stage's steps are BFGS steps.
@@ -286,14 +286,3 @@ def minimum_density_hyperplane(data, **params: Any) -> Hyperplane:
     """
     return find_hyperplane("mdh", data, **params)
 
-
-__all__ = [
-    "DEFAULT_ALPHAS",
-    "INDICES",
-    "Hyperplane",
-    "best_of_starts",
-    "find_hyperplane",
-    "minimum_density_hyperplane",
-    "pursue",
-    "silverman_bandwidth",
-]
