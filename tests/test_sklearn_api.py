@@ -2,7 +2,28 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from lowdens_dask import MDH, PDDP, DePDDP, MDHClustering
+from lowdens_dask import (
+    IPDDP,
+    MCH,
+    MDH,
+    PDDP,
+    DePDDP,
+    MCClustering,
+    MCProjection,
+    MDHClustering,
+    MDHProjection,
+    NCutClustering,
+    NCutH,
+    NCutProjection,
+)
+
+#: Why the variance-ratio estimators fail the weighted-versus-repeated check (a property of the method, like
+#: scikit-learn's own entry for BisectingKMeans): the check shuffles the weighted rows, and the 2-means start is
+#: seeded by row position (k-means++ draws rows by cumulative weight), so the two fits start from different
+#: directions; on the check's 15 points in 30 dimensions many directions reach the largest possible variance
+#: ratio (W - 1, both sides constant along the direction), so they end on different, equally optimal,
+#: hyperplanes. Unshuffled, weighted and repeated fits agree (tests/test_new_estimators.py).
+MC_ROW_ORDER = "2-means start depends on row order; the check's data have many equally optimal directions"
 
 
 def expected_failures(estimator):
@@ -12,11 +33,26 @@ def expected_failures(estimator):
             # tolerances; see tests/test_mdh.py::test_integer_weights_equal_repeated_rows), not 1e-7.
             "check_sample_weight_equivalence_on_dense_data": "equal to ~1e-6, the optimiser's tolerance",
         }
+    if isinstance(estimator, (MCH, MCClustering, MCProjection)):
+        return {"check_sample_weight_equivalence_on_dense_data": MC_ROW_ORDER}
     return {}
 
 
 @parametrize_with_checks(
-    [MDH(), MDHClustering(n_clusters=2), PDDP(n_clusters=2), DePDDP(n_clusters=2)],
+    [
+        MDH(),
+        MDHClustering(n_clusters=2),
+        PDDP(n_clusters=2),
+        DePDDP(n_clusters=2),
+        NCutH(),
+        NCutClustering(n_clusters=2),
+        MCH(),
+        MCClustering(n_clusters=2),
+        IPDDP(n_clusters=2),
+        MDHProjection(n_components=1),
+        NCutProjection(n_components=1),
+        MCProjection(n_components=1),
+    ],
     expected_failed_checks=expected_failures,
 )
 def test_sklearn_compatible_estimator(estimator, check):

@@ -69,15 +69,18 @@ def use_summary_mode(est, X) -> bool:
 
 
 def check_scale_out_params(est) -> None:
+    name = type(est).__name__
     if est.mode not in ("auto", "exact", "summary"):
-        raise ValueError(f"mode must be 'auto', 'exact' or 'summary'; got {est.mode!r}.")
+        raise ValueError(f"{name}: mode must be 'auto', 'exact' or 'summary'; got {est.mode!r}.")
     if est.nonfinite not in ("raise", "skip"):
-        raise ValueError(f"nonfinite must be 'raise' or 'skip'; got {est.nonfinite!r}.")
+        raise ValueError(f"{name}: nonfinite must be 'raise' or 'skip'; got {est.nonfinite!r}.")
     refine = getattr(est, "refine", 0)
     if not (isinstance(refine, numbers.Integral) and not isinstance(refine, bool) and refine >= 0):
-        raise ValueError(f"refine must be a non-negative integer (exact L-BFGS steps per hyperplane); got {refine!r}.")
+        raise ValueError(
+            f"{name}: refine must be a non-negative integer (exact L-BFGS steps per hyperplane); got {refine!r}."
+        )
     if not (isinstance(est.rows_per_microcluster, (int, float)) and est.rows_per_microcluster >= 1):
-        raise ValueError(f"rows_per_microcluster must be a number >= 1; got {est.rows_per_microcluster!r}.")
+        raise ValueError(f"{name}: rows_per_microcluster must be a number >= 1; got {est.rows_per_microcluster!r}.")
 
 
 def as_chunked(est, X) -> da.Array:

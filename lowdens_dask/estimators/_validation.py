@@ -74,22 +74,23 @@ def check_positive_int(value, name: str, allow_none: bool = False) -> None:
 
 
 def check_mdh_params(est) -> None:
-    """Checks of the MDP² parameters shared by MDH and MDHClustering."""
+    """Checks of the MDP² parameters shared by the MDH estimators; errors name the estimator."""
+    name = type(est).__name__
     if est.alphas is not None:
         alphas = np.asarray(est.alphas, dtype=np.float64)
         if alphas.ndim != 1 or alphas.size == 0 or np.any(alphas < 0) or not np.all(np.isfinite(alphas)):
-            raise ValueError(f"alphas must be a non-empty sequence of non-negative numbers; got {est.alphas!r}.")
+            raise ValueError(f"{name}: alphas must be a non-empty sequence of non-negative numbers; got {est.alphas!r}.")
         if np.any(np.diff(alphas) < 0):
-            raise ValueError(f"alphas must be non-decreasing (a continuation schedule); got {est.alphas!r}.")
+            raise ValueError(f"{name}: alphas must be non-decreasing (a continuation schedule); got {est.alphas!r}.")
     if not 0 < est.eta < 1:
-        raise ValueError(f"eta must lie in (0, 1); got {est.eta!r}.")
+        raise ValueError(f"{name}: eta must lie in (0, 1); got {est.eta!r}.")
     if not 0 < est.eps < 1:
-        raise ValueError(f"eps must lie in (0, 1); got {est.eps!r}.")
-    check_positive_int(est.maxiter, "maxiter")
+        raise ValueError(f"{name}: eps must lie in (0, 1); got {est.eps!r}.")
+    check_positive_int(est.maxiter, f"{name}: maxiter")
     if not est.ftol > 0:
-        raise ValueError(f"ftol must be positive; got {est.ftol!r}.")
+        raise ValueError(f"{name}: ftol must be positive; got {est.ftol!r}.")
     if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
-        raise ValueError(f"min_size must be a positive number; got {est.min_size!r}.")
+        raise ValueError(f"{name}: min_size must be a positive number; got {est.min_size!r}.")
     bw = est.bandwidth
     if not (bw is None or bw == "silverman" or callable(bw) or (isinstance(bw, numbers.Real) and bw > 0)):
-        raise ValueError(f"bandwidth must be None, 'silverman', a positive number or a callable; got {bw!r}.")
+        raise ValueError(f"{name}: bandwidth must be None, 'silverman', a positive number or a callable; got {bw!r}.")

@@ -106,7 +106,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         if self.n_clusters is not None and growth.n_leaves < self.n_clusters:
             warnings.warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
-                f"has a{' forced' if self.force_n_clusters else ' valid'} {self._method} split.",
+                + ("can be split further." if self.force_n_clusters else f"has a valid {self._method} split."),
                 UserWarning,
                 stacklevel=4,
             )
@@ -252,7 +252,7 @@ class MDHClustering(_DivisiveClustering):
         super()._check_params()
         check_mdh_params(self)
         if self.v0 is not None and not callable(self.v0):
-            raise ValueError("In divisive use v0 must be None or a callable of the node's data.")
+            raise ValueError(f"{type(self).__name__}: in divisive use v0 must be None or a callable of the node's data.")
 
     def _index_params(self) -> dict:
         return {

@@ -167,8 +167,8 @@ def ncut_scale(sigma_pc1: float, total_weight: float) -> float:
 class NormalisedCutIndex(ProjectionIndex):
     """Minimum normalised cut hyperplanes (NCutH; Hofmeyr, TPAMI 2017; PPCI's ``ncuth``): the pursuit
     minimises the smallest NCut of the Laplace similarity of the projections over the splits that leave
-    ``min_size`` on each side. No continuation; started from the first principal component. Statistic:
-    ``fval``, the normalised cut of the split (smaller is better).
+    ``min_size`` on each side. No continuation; started from the first principal component. Rows of weight
+    0 are left out. Statistic: ``fval``, the normalised cut of the split (smaller is better).
     """
 
     name = "ncut"
@@ -190,8 +190,18 @@ class NormalisedCutIndex(ProjectionIndex):
         return cls(float(scale), min_size)
 
     def evaluate(self, p, w, stage, grad_out=None):
-        grad = np.empty_like(p) if grad_out is None else grad_out
-        value, b, below = ncut_split(p, w, self.scale, self.min_size, grad)
+        keep = None if w.min() > 0 else w > 0  # rows of weight 0 must not bound the chosen gap
+        grad = np.empty(p.shape[0] if keep is None else int(keep.sum()))
+        if keep is None:
+            value, b, below = ncut_split(p, w, self.scale, self.min_size, grad)
+        else:
+            value, b, below = ncut_split(p[keep], w[keep], self.scale, self.min_size, grad)
+        if grad_out is not None:
+            if keep is None:
+                grad_out[:] = grad
+            else:
+                grad_out[:] = 0.0
+                grad_out[keep] = grad
         return Split(b, value, {"fval": value}, weight_below=below)
 
     def stage_done(self, split: Split) -> bool:

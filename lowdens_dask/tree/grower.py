@@ -9,8 +9,9 @@ leaf is ranked first, which gives the same tree as computing every leaf eagerly.
 (``lowdens-split-node-<id>-start-<j>-<token>``), so the tree grows in parallel on a cluster.
 
 When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
-leaf that ``rank`` prefers with the best hyperplane found for it (the node is marked ``forced``); with
-``force=False`` growth stops at the last valid split.
+leaf that ``rank`` prefers with the best hyperplane found for it, moved to the mean of the leaf along its
+normal if it leaves a side below ``min_size`` (the node is marked ``forced``); with ``force=False``
+growth stops at the last valid split.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -134,8 +135,15 @@ def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, re
         row_parts = rows.split(*refine.frame.from_original(original.v, original.b))
     parts = leaves[leaf].split(hp.v, hp.b)
     sizes = [part.total_weight for part in (row_parts or parts)]
-    if forced and min(sizes) < max(min_size, 1e-300):
-        return None, None
+    if forced and min(sizes) < max(min_size, 1e-300):  # fall back to the mean along v (PDDP's split)
+        hp = hp._replace(b=float(leaves[leaf].mean() @ hp.v))
+        original = _to_original(hp, frame)
+        if refine is not None:
+            row_parts = rows.split(*refine.frame.from_original(original.v, original.b))
+        parts = leaves[leaf].split(hp.v, hp.b)
+        sizes = [part.total_weight for part in (row_parts or parts)]
+        if min(sizes) < max(min_size, 1e-300):
+            return None, None
     del leaves[leaf]
     node = tree.add_split(leaf, method, original, sizes, forced=forced)
     leaves.update(zip(node.children, parts))

@@ -1,0 +1,347 @@
+"""NCutH / NCutClustering, MCH / MCClustering, IPDDP, the projection transformers, the METHODS registry, and
+the n_clusters guarantee (``force_n_clusters``) of every divisive estimator."""
+
+import functools
+import re
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.metrics import homogeneity_score, v_measure_score
+
+from lowdens_dask import (
+    IPDDP,
+    MCH,
+    MDH,
+    METHODS,
+    PDDP,
+    ClusterTree,
+    DePDDP,
+    MCClustering,
+    MCProjection,
+    MDHClustering,
+    MDHProjection,
+    NCutClustering,
+    NCutH,
+    NCutProjection,
+)
+from lowdens_dask.datasets import load_dataset
+
+
+@pytest.fixture(scope="module")
+def dermatology():
+    return load_dataset("dermatology")
+
+
+def two_blobs(seed=1, n_per=200, d=5, gap=10.0):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.normal(size=(n_per, d)), rng.normal(size=(n_per, d)) + np.r_[gap, np.zeros(d - 1)]])
+    return X, np.repeat([0, 1], n_per)
+
+
+def brute_normalised_cut(p, b, scale):
+    """NCut of the split ``p < b`` of the projections under the Laplace similarity, from the full matrix."""
+    S = np.exp(-np.abs(p[:, None] - p[None, :]) / scale)
+    left = p < b
+    cut = S[left][:, ~left].sum()
+    return cut / S[left].sum() + cut / S[~left].sum()
+
+
+def brute_variance_ratio(p, b):
+    """B / (V - B) of the split ``p < b``, V the total variance with divisor n - 1 (PPCI's ``var``)."""
+    left = p < b
+    m = p.mean()
+    V = ((p - m) ** 2).sum() / (len(p) - 1)
+    B = left.mean() * (p[left].mean() - m) ** 2 + (~left).mean() * (p[~left].mean() - m) ** 2
+    return B / (V - B)
+
+
+def all_gap_midpoints(p):
+    s = np.unique(p)
+    return (s[:-1] + s[1:]) / 2
+
+
+def brute_min_normalised_cut(p, scale):
+    """Smallest NCut over all splits of the (distinct) projections, from 2-D prefix sums of the full matrix."""
+    p = np.sort(p)
+    S = np.exp(-np.abs(p[:, None] - p[None, :]) / scale)
+    vol_left = np.cumsum(S.sum(axis=1))[:-1]  # vol of the first m points, m = 1 .. n-1
+    within_left = np.diagonal(S.cumsum(axis=0).cumsum(axis=1))[:-1]
+    cut = vol_left - within_left
+    return np.min(cut / vol_left + cut / (vol_left[-1] + S[-1].sum() - vol_left))
+
+
+# ------------------------------------------------------------------------------------------ divisive fits
+
+
+@pytest.mark.parametrize("estimator", [NCutClustering(n_clusters=6), MCClustering(n_clusters=6)], ids=["ncut", "mc"])
+def test_divisive_on_dermatology(dermatology, estimator):
+    X, y = dermatology
+    model = clone(estimator).fit(X)
+    assert model.n_clusters_ == 6 and model.tree_.n_leaves == 6
+    assert set(model.labels_) == set(range(6))
+    assert v_measure_score(y, model.labels_) > 0.85  # measured ~0.93 for both
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    restored = ClusterTree.from_json(model.tree_.to_json())
+    np.testing.assert_array_equal(restored.predict(X), model.labels_)
+    assert not any(node.forced for node in model.tree_)  # dermatology has real clusters: nothing forced
+
+
+def test_ipddp_separates_three_blobs():
+    rng = np.random.default_rng(0)
+    centres = np.array([[0.0, 0, 0], [12, 0, 0], [0, 12, 0]])
+    X = np.vstack([c + rng.normal(size=(150, 3)) for c in centres])
+    y = np.repeat(np.arange(3), 150)
+    model = IPDDP(n_clusters=3).fit(X)
+    assert model.n_clusters_ == 3
+    assert homogeneity_score(y, model.labels_) > 0.95
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    for node in model.tree_:
+        if not node.is_leaf:
+            assert node.method == "ipddp" and node.stats["gap"] > 2  # a wide gap (measured >= 3.7)
+
+
+# ------------------------------------------------------------------------------------------ one hyperplane
+
+
+@pytest.mark.parametrize("Estimator", [NCutH, MCH])
+def test_hyperplane_separates_two_blobs(Estimator):
+    X, y = two_blobs()
+    model = Estimator().fit(X)
+    assert np.array_equal(model.labels_, y) or np.array_equal(model.labels_, 1 - y)
+    assert np.isfinite(model.fval_) and model.fval_ == model.stats_["fval"]
+    assert np.linalg.norm(model.v_) == pytest.approx(1.0)
+    assert abs(model.v_[0]) > 0.99
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    dec = model.decision_function(X)
+    np.testing.assert_allclose(dec, X @ model.v_ - model.b_)
+    np.testing.assert_array_equal(model.labels_, (dec >= 0).astype(int))  # label 1 is v.x >= b
+    assert model.n_evaluations_ >= 1
+
+
+def test_ncuth_fval_is_the_normalised_cut():
+    """fval_ is the normalised cut of the split made, and the smallest one along v_. With PPCI's default scale
+    (100 sigma_pc1 n^(-1/5), ~154 here: every pair is similar) even perfectly separated blobs have a cut near 1;
+    a scale of the blobs' own size gives a small cut."""
+    X, _ = two_blobs()
+    default_scale = 100 * np.sqrt(np.linalg.eigvalsh(np.cov(X.T))[-1]) * len(X) ** -0.2
+    for scale, given in [(default_scale, None), (1.0, 1.0)]:
+        model = NCutH(scale=given).fit(X)
+        p = X @ model.v_
+        assert model.fval_ == pytest.approx(brute_normalised_cut(p, model.b_, scale), rel=1e-9)
+        assert len(np.unique(p)) == len(p)
+        assert model.fval_ == pytest.approx(brute_min_normalised_cut(p, scale), rel=1e-9)
+    assert model.fval_ < 0.2  # scale=1: measured 6e-4
+
+
+def test_mch_fval_is_the_variance_ratio():
+    X, _ = two_blobs()
+    model = MCH().fit(X)
+    assert model.fval_ > 1  # measured ~23
+    p = X @ model.v_
+    assert model.fval_ == pytest.approx(brute_variance_ratio(p, model.b_), rel=1e-9)
+    best = max(brute_variance_ratio(p, b) for b in all_gap_midpoints(p))
+    assert model.fval_ == pytest.approx(best, rel=1e-9)
+
+
+@pytest.mark.parametrize("Estimator", [NCutH, MCH])
+def test_integer_weights_equal_repeated_rows(Estimator):
+    X, _ = two_blobs(seed=4, n_per=60, d=3, gap=3.0)
+    w = np.random.default_rng(5).integers(1, 4, size=len(X))
+    weighted = Estimator().fit(X, sample_weight=w.astype(float))
+    repeated = Estimator().fit(np.repeat(X, w, axis=0))
+    sign = np.sign(weighted.v_ @ repeated.v_)
+    np.testing.assert_allclose(weighted.v_, sign * repeated.v_, atol=1e-8)
+    assert sign * weighted.b_ == pytest.approx(repeated.b_, rel=1e-8, abs=1e-10)
+    assert weighted.fval_ == pytest.approx(repeated.fval_, rel=1e-8)
+
+
+@pytest.mark.parametrize("Estimator", [NCutH, MCH])
+def test_zero_weight_rows_are_as_if_removed(Estimator):
+    """A row of weight 0 neither bounds the gap the split point is the midpoint of nor moves anything else
+    (scikit-learn's convention, and the variance-ratio index's documented one)."""
+    X = np.array([[0.0], [0.1], [0.2], [0.5], [1.0], [1.1], [1.2]])
+    w = np.array([1.0, 1, 1, 0, 1, 1, 1])
+    kept = Estimator().fit(X, sample_weight=w)
+    dropped = Estimator().fit(X[w > 0], sample_weight=w[w > 0])
+    assert dropped.b_ * dropped.v_[0] == pytest.approx(0.6)  # the split point along the axis (v_ is +-1)
+    assert kept.b_ * kept.v_[0] == pytest.approx(0.6)  # NCutH: 0.35, the midpoint of 0.2 and the weightless 0.5
+    assert kept.fval_ == pytest.approx(dropped.fval_)
+
+
+# ------------------------------------------------------------------------------------------ the K guarantee
+
+
+@functools.cache
+def k_data(name):
+    if name == "cube":
+        return np.random.default_rng(0).uniform(size=(600, 3))
+    if name == "gaussian":
+        return np.random.default_rng(1).normal(size=(600, 4))
+    if name == "gaussian-2d":
+        return np.random.default_rng(2).normal(size=(600, 2))
+    if name == "overlap":  # three classes whose centres are 0.5 apart
+        rng = np.random.default_rng(3)
+        centres = np.array([[0.0, 0, 0], [0.5, 0, 0], [0, 0.5, 0]])
+        return np.vstack([c + rng.normal(size=(200, 3)) for c in centres])
+    raise KeyError(name)
+
+
+DIVISIVE = [MDHClustering, NCutClustering, MCClustering, DePDDP, IPDDP, PDDP]
+
+
+def fit_recording(estimator, X):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = estimator.fit(X)
+    return model, [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+
+
+@pytest.mark.parametrize("data", ["cube", "gaussian", "gaussian-2d", "overlap"])
+@pytest.mark.parametrize("Estimator", DIVISIVE, ids=lambda E: E.__name__)
+def test_force_n_clusters_reaches_k(Estimator, data):
+    X = k_data(data)
+    model, messages = fit_recording(Estimator(n_clusters=5), X)
+    assert model.n_clusters_ == 5 and model.tree_.n_leaves == 5
+    assert len(np.unique(model.labels_)) == 5
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    forced = [node for node in model.tree_ if node.forced]
+    forced_warnings = [m for m in messages if "forced" in m]
+    assert not any(m.startswith("Only") for m in messages), messages
+    if forced:
+        assert len(forced_warnings) == 1, messages
+        assert re.search(f"{len(forced)} of the 4 splits were forced to reach n_clusters=5", forced_warnings[0])
+    else:
+        assert forced_warnings == []
+    assert all(not node.is_leaf for node in forced)
+    assert [n.forced for n in ClusterTree.from_json(model.tree_.to_json())] == [n.forced for n in model.tree_]
+
+
+@pytest.mark.parametrize(
+    "Estimator,data",
+    [
+        (MDHClustering, "gaussian-2d"),  # no valid density minimum in a 2-D Gaussian (measured: 20 of 20 seeds)
+        (DePDDP, "cube"),  # a uniform cube's PC1 projection is unimodal
+        (DePDDP, "gaussian"),
+        (DePDDP, "overlap"),
+    ],
+)
+def test_unimodal_data_forces_splits_or_stops(Estimator, data):
+    X = k_data(data)
+    model, messages = fit_recording(Estimator(n_clusters=5), X)
+    assert model.n_clusters_ == 5
+    assert any(node.forced for node in model.tree_)
+    assert sum("were forced to reach n_clusters" in m for m in messages) == 1
+    stopped, messages = fit_recording(Estimator(n_clusters=5, force_n_clusters=False), X)
+    assert stopped.n_clusters_ < 5 and stopped.tree_.n_leaves == stopped.n_clusters_
+    assert not any(node.forced for node in stopped.tree_)
+    assert sum(m.startswith(f"Only {stopped.n_clusters_} clusters could be formed") for m in messages) == 1
+    assert not any("forced to reach" in m for m in messages)
+
+
+# ------------------------------------------------------------------------------------------ bad parameters
+
+BAD_PARAMETERS = [
+    (NCutH, {"scale": 0}, "NCutH: scale"),
+    (NCutH, {"scale": "big"}, "NCutH: scale"),
+    (NCutH, {"maxiter": 0}, "NCutH: maxiter"),
+    (NCutH, {"ftol": 0.0}, "NCutH: ftol"),
+    (NCutH, {"min_size": -1}, "NCutH: min_size"),
+    (NCutClustering, {"scale": -1.0}, "NCutClustering: scale"),
+    (NCutClustering, {"split_index": "gap"}, "NCutClustering: split_index"),
+    (NCutClustering, {"n_clusters": 0}, "NCutClustering: n_clusters"),
+    (NCutClustering, {"n_clusters": 2.5}, "NCutClustering: n_clusters"),
+    (NCutClustering, {"min_size": 0}, "NCutClustering: min_size"),
+    (NCutClustering, {"v0": np.ones(3)}, "NCutClustering: in divisive use v0"),
+    (NCutClustering, {"force_n_clusters": "yes"}, "NCutClustering: force_n_clusters"),
+    (MCH, {"maxiter": 0}, "MCH: maxiter"),
+    (MCH, {"maxiter": True}, "MCH: maxiter"),
+    (MCH, {"ftol": -1.0}, "MCH: ftol"),
+    (MCH, {"min_size": 0}, "MCH: min_size"),
+    (MCClustering, {"maxiter": 0}, "MCClustering: maxiter must be a positive integer"),
+    (MCClustering, {"split_index": "gap"}, "MCClustering: split_index"),
+    (MCClustering, {"n_clusters": -1}, "MCClustering: n_clusters"),
+    (MCClustering, {"force_n_clusters": 1}, "MCClustering: force_n_clusters must be True or False"),
+    (MCClustering, {"ftol": 0}, "MCClustering: ftol"),
+    (IPDDP, {"percentile": 0.5}, r"IPDDP: percentile must lie in \[0, 0.5\)"),
+    (IPDDP, {"percentile": -0.1}, "IPDDP: percentile"),
+    (IPDDP, {"split_index": "fval"}, "IPDDP: split_index"),
+    (IPDDP, {"n_clusters": 0}, "IPDDP: n_clusters"),
+    (IPDDP, {"force_n_clusters": None}, "IPDDP: force_n_clusters"),
+    (MDHClustering, {"force_n_clusters": "x"}, "MDHClustering: force_n_clusters"),
+    (PDDP, {"force_n_clusters": "x"}, "PDDP: force_n_clusters"),
+    (DePDDP, {"force_n_clusters": 0}, "DePDDP: force_n_clusters"),
+    (MDHProjection, {"n_components": 0}, "MDHProjection: n_components"),
+    (MDHProjection, {"n_components": 4}, "MDHProjection: n_components=4 exceeds the 3 features"),
+    (NCutProjection, {"n_components": 1.5}, "NCutProjection: n_components"),
+    (NCutProjection, {"n_components": 4}, "NCutProjection: n_components"),
+    (NCutProjection, {"scale": 0}, "NCutProjection: scale"),
+    (MCProjection, {"n_components": 0}, "MCProjection: n_components"),
+    (MCProjection, {"n_components": 4}, "MCProjection: n_components"),
+    (MCProjection, {"ftol": 0}, "MCProjection: ftol"),
+]
+
+
+@pytest.mark.parametrize(
+    "Estimator,params,message", BAD_PARAMETERS, ids=[f"{E.__name__}-{next(iter(p))}" for E, p, _ in BAD_PARAMETERS]
+)
+def test_bad_parameters(Estimator, params, message):
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    estimator = Estimator(**params)  # checked at fit, not in __init__ (scikit-learn convention)
+    with pytest.raises(ValueError, match="^" + message):
+        estimator.fit(X)
+
+
+# ------------------------------------------------------------------------------------------ projections
+
+PROJECTIONS = [(MDHProjection, MDH, {}), (NCutProjection, NCutH, {}), (MCProjection, MCH, {"random_state": 3})]
+
+
+@pytest.mark.parametrize("Projection,Hyperplane,params", PROJECTIONS, ids=["mdh", "ncut", "mc"])
+def test_projection_directions(dermatology, Projection, Hyperplane, params):
+    X, _ = dermatology
+    proj = Projection(n_components=3, **params).fit(X)
+    C = proj.components_
+    assert C.shape == (3, X.shape[1]) and len(proj.stats_) == 3
+    np.testing.assert_allclose(C @ C.T, np.eye(3), atol=1e-10)
+    T = proj.transform(X)
+    assert T.shape == (len(X), 3)
+    np.testing.assert_allclose(T, X @ C.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(proj.fit_transform(X), T, rtol=1e-12, atol=1e-12)
+
+    # the first direction is the single hyperplane's normal; the second that of the deflated data
+    first = Hyperplane(**params).fit(X)
+    np.testing.assert_allclose(C[0], np.sign(C[0] @ first.v_) * first.v_, atol=1e-8)
+    assert proj.stats_[0]["fval"] == pytest.approx(first.fval_, rel=1e-9)
+    v = Hyperplane(**params).fit(X - np.outer(X @ C[0], C[0])).v_
+    v = v - C[0] * (C[0] @ v)
+    v /= np.linalg.norm(v)
+    np.testing.assert_allclose(C[1], np.sign(C[1] @ v) * v, atol=1e-8)
+
+    lazy = proj.transform(da.from_array(X, chunks=(100, -1)))
+    assert isinstance(lazy, da.Array) and lazy.shape == (len(X), 3)
+    np.testing.assert_allclose(lazy.compute(), T, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------ the registry
+
+
+def test_methods_registry(dermatology):
+    X, _ = dermatology
+    assert sorted(METHODS) == ["depddp", "ipddp", "mc", "mdh", "ncut", "pddp"]
+    for name, method in METHODS.items():
+        model = method.clustering(n_clusters=3).fit(X)
+        assert model.n_clusters_ == 3, name
+        assert model.tree_.method == name
+        internal = [node for node in model.tree_ if not node.is_leaf]
+        assert len(internal) == 2 and all(node.method == name for node in internal), name
+        assert all(node.method in (None, name) for node in model.tree_), name  # leaves may hold a would-be split
+        if method.hyperplane is not None:  # the one-split estimator makes the clustering's root split
+            hp = method.hyperplane().fit(X)
+            root = method.clustering(n_clusters=2).fit(X).tree_.root
+            np.testing.assert_allclose(root.v, np.sign(root.v @ hp.v_) * hp.v_, atol=1e-8)
+        if method.projection is not None:
+            assert method.projection(n_components=1).fit(X).components_.shape == (1, X.shape[1])
+    assert METHODS["ncut"].hyperplane is NCutH and METHODS["mc"].projection is MCProjection
