@@ -283,6 +283,11 @@ class PDDP(_DivisiveClustering):
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
+
+    Attributes
+    ----------
+    labels_, tree_, n_clusters_, n_microclusters_, n_nonfinite_
+        As for :class:`~lowdens_dask.MDHClustering` (``labels_`` a Dask array for Dask or zarr input).
     """
 
     _method = "pddp"
@@ -339,6 +344,11 @@ class DePDDP(_DivisiveClustering):
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
+
+    Attributes
+    ----------
+    labels_, tree_, n_clusters_, n_microclusters_, n_nonfinite_
+        As for :class:`~lowdens_dask.MDHClustering` (``labels_`` a Dask array for Dask or zarr input).
     """
 
     _method = "depddp"
@@ -402,6 +412,11 @@ class IPDDP(_DivisiveClustering):
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
+
+    Attributes
+    ----------
+    labels_, tree_, n_clusters_, n_microclusters_, n_nonfinite_
+        As for :class:`~lowdens_dask.MDHClustering` (``labels_`` a Dask array for Dask or zarr input).
     """
 
     _method = "ipddp"

@@ -53,8 +53,11 @@ class MDH(HyperplaneEstimator):
         Unit normal of the hyperplane.
     b_ : float
         Offset of the hyperplane.
-    labels_ : ndarray of shape (n_samples,)
-        0 for ``X @ v_ < b_``, 1 otherwise.
+    labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
+        0 for ``X @ v_ < b_``, 1 otherwise (-1 for rows set aside for NaN/inf); a Dask array backed by
+        ``labels_store`` when one is given.
+    stats_ : dict
+        The index's statistics of the split (``fval``, ``relative_depth``).
     relative_depth_ : float
         Relative depth of the split (eq. 30); 0 means no valid minimum density hyperplane was found.
     fval_ : float

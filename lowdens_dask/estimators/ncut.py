@@ -58,7 +58,13 @@ class NCutH(HyperplaneEstimator):
 
     Attributes
     ----------
-    v_, b_ : the hyperplane; fval_ : its normalised cut; stats_ : dict; labels_; n_evaluations_
+    v_, b_ : ndarray of shape (n_features,), float
+        The hyperplane.
+    fval_ : float
+        Its normalised cut; ``stats_`` (dict) holds the index's statistics.
+    labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
+        As for :class:`~lowdens_dask.MDH`.
+    n_evaluations_ : int
     """
 
     _method = "ncut"

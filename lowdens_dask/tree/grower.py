@@ -74,7 +74,7 @@ def grow_tree(
     row_leaves = {} if refine is None else {0: refine.rows}  # leaf id -> its chunked rows (refine)
     found: dict[int, Hyperplane | None] = {}  # leaf id -> best split in the frame (maybe invalid), or None
     target = math.inf if n_clusters is None else n_clusters
-    token = tokenize(root.token, method, params, min_size)[:8]
+    token = tokenize(root.token, method, params, min_size)[:8] if parallel else None
     n_leaves, n_forced = 1, 0
 
     def compute(leaf: int) -> None:
@@ -106,7 +106,7 @@ def grow_tree(
         compute(leaf)
         if not (valid(leaf) or forced):
             continue
-        node, parts = _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size)
+        node = _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size)
         if node is None:  # a forced split with a side below min_size: this leaf cannot be split
             found[leaf] = None
             continue
@@ -122,35 +122,37 @@ def grow_tree(
 
 
 def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size):
-    """Make the split of ``leaf`` (polished first with ``refine``); returns (node, parts) or (None, None)."""
+    """Make the split of ``leaf`` (polished first with ``refine``); returns the node, or None when a forced
+    split cannot leave ``min_size`` on each side."""
     hp = found[leaf]
     original = _to_original(hp, frame)
-    row_parts = None
-    if refine is not None:  # polish the split on the node's rows, then split both
-        rows = row_leaves[leaf]
+    rows = row_leaves.get(leaf)
+    if rows is not None:  # refine: polish the split on the node's rows, then split both
         polished = polish(method, rows, hp, frame, refine.frame, params, refine.iterations, min_size)
         if polished is not None:
             original = _to_original(polished[0], refine.frame)
             hp = polished[1]
-        row_parts = rows.split(*refine.frame.from_original(original.v, original.b))
-    parts = leaves[leaf].split(hp.v, hp.b)
-    sizes = [part.total_weight for part in (row_parts or parts)]
-    if forced and min(sizes) < max(min_size, 1e-300):  # fall back to the mean along v (PDDP's split)
+
+    def cut():
+        row_parts = None if rows is None else rows.split(*refine.frame.from_original(original.v, original.b))
+        parts = leaves[leaf].split(hp.v, hp.b)
+        return parts, row_parts, [part.total_weight for part in (row_parts or parts)]
+
+    least = max(min_size, 1e-300)
+    parts, row_parts, sizes = cut()
+    if forced and min(sizes) < least:  # fall back to the mean along v (PDDP's split)
         hp = hp._replace(b=float(leaves[leaf].mean() @ hp.v))
         original = _to_original(hp, frame)
-        if refine is not None:
-            row_parts = rows.split(*refine.frame.from_original(original.v, original.b))
-        parts = leaves[leaf].split(hp.v, hp.b)
-        sizes = [part.total_weight for part in (row_parts or parts)]
-        if min(sizes) < max(min_size, 1e-300):
-            return None, None
+        parts, row_parts, sizes = cut()
+        if min(sizes) < least:
+            return None
     del leaves[leaf]
     node = tree.add_split(leaf, method, original, sizes, forced=forced)
     leaves.update(zip(node.children, parts))
     if row_parts is not None:
         del row_leaves[leaf]
         row_leaves.update(zip(node.children, row_parts))
-    return node, parts
+    return node
 
 
 def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
