@@ -24,6 +24,7 @@ The agreement of summary mode with exact mode is measured by ``benchmarks/agreem
 """
 
 import argparse
+import functools
 import shutil
 import statistics
 import sys
@@ -171,6 +172,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", default="mdh", choices=tuple(METHODS),
                         help="divisive estimator to benchmark: a key of lowdens_dask.METHODS (default mdh)")
+    parser.add_argument("--split-index", default=None,
+                        help="the estimator's split_index (default: the estimator's own default)")
     parser.add_argument("--n", default="1e6,1e7")
     parser.add_argument("--peers", action="store_true")
     parser.add_argument("--workdir", default=None)
@@ -178,7 +181,11 @@ def main(argv=None):
                         help="default: benchmarks/results/scale.md for mdh, scale-<method>.md otherwise")
     args = parser.parse_args(argv)
     estimator = METHODS[args.method].clustering
-    output = args.output or str(RESULTS_DIR / ("scale.md" if args.method == "mdh" else f"scale-{args.method}.md"))
+    name = args.method + ("" if args.split_index is None else f"-{args.split_index}")
+    if args.split_index is not None:
+        estimator = functools.partial(estimator, split_index=args.split_index)
+        estimator.__name__ = METHODS[args.method].clustering.__name__
+    output = args.output or str(RESULTS_DIR / ("scale.md" if name == "mdh" else f"scale-{name}.md"))
     sizes = [int(float(s)) for s in args.n.split(",") if s]
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="lowdens-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -209,7 +216,9 @@ def main(argv=None):
              fmt(r["ari"])] for r in results]
     parts.append(
         f"Estimator: `{estimator.__name__}(n_clusters={K}, random_state=0, labels_store=...)` "
-        f"(`--method {args.method}`), other parameters at their defaults. "
+        f"(`--method {args.method}`"
+        + ("" if args.split_index is None else f" `--split-index {args.split_index}`")
+        + "), other parameters at their defaults. "
         f"Cluster start-up {startup:.1f} s; warm-up fit (numba compilation in the workers) {compile_time:.1f} s, "
         "both excluded from the times below. LocalCluster: 2 worker processes x 1 thread. Peers run once.\n\n"
         + markdown_table(header, rows)

@@ -91,9 +91,9 @@ class InMemoryData:
         k = min(k, d)
         xc = self.X - self.mean()
         denom = max(self.total_weight - 1.0, 1.0)
-        sw = np.sqrt(self.weights)[:, None]
         if d <= DENSE_EIGH_MAX_FEATURES or k >= d - 1:
-            xs = xc * sw
+            unit = self.weights.min() == 1.0 and self.weights.max() == 1.0
+            xs = xc if unit else xc * np.sqrt(self.weights)[:, None]
             vals, vecs = eigh(xs.T @ xs / denom, subset_by_index=(d - k, d - 1))
             vals, vecs = vals[::-1], vecs[:, ::-1]
         else:

@@ -38,7 +38,7 @@ class NCutH(HyperplaneEstimator):
 
     The hyperplane minimises the normalised cut of the Laplace similarity ``exp(-|p_i - p_j| / scale)`` of
     the projected data over the splits that leave ``min_size`` points on each side, by L-BFGS over the
-    direction from the first principal component. The cut, volumes and their derivatives come from one
+    direction from the first two principal components. The cut, volumes and their derivatives come from one
     sort of the projections and O(n) recursions. Label 0 is ``X @ v_ < b_``.
 
     Parameters
@@ -46,7 +46,7 @@ class NCutH(HyperplaneEstimator):
     scale : None, float or callable, default=None
         Scale of the similarity; None is PPCI's ``100 * sigma_pc1 * n**(-1/5)``.
     v0 : None, array of shape (n_features,) or (n_features, k), or callable, default=None
-        Initial directions; None means the first principal component. The lowest cut is kept.
+        Initial directions; None means the first two principal components. The lowest cut is kept.
     maxiter : int, default=50
         L-BFGS iterations.
     ftol : float, default=1e-8
