@@ -1,8 +1,6 @@
 """Routing rows down a tree: a row exactly on a hyperplane (v.x == b) goes to child 1 everywhere (the
 tree, every estimator's predict, the chunked labelling pass and exact mode's node rows)."""
 
-import math
-
 import dask.array as da
 import numpy as np
 import pytest

@@ -79,7 +79,9 @@ def check_mdh_params(est) -> None:
     if est.alphas is not None:
         alphas = np.asarray(est.alphas, dtype=np.float64)
         if alphas.ndim != 1 or alphas.size == 0 or np.any(alphas < 0) or not np.all(np.isfinite(alphas)):
-            raise ValueError(f"{name}: alphas must be a non-empty sequence of non-negative numbers; got {est.alphas!r}.")
+            raise ValueError(
+                f"{name}: alphas must be a non-empty sequence of non-negative numbers; got {est.alphas!r}."
+            )
         if np.any(np.diff(alphas) < 0):
             raise ValueError(f"{name}: alphas must be non-decreasing (a continuation schedule); got {est.alphas!r}.")
     if not 0 < est.eta < 1:

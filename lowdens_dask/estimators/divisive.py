@@ -252,7 +252,9 @@ class MDHClustering(_DivisiveClustering):
         super()._check_params()
         check_mdh_params(self)
         if self.v0 is not None and not callable(self.v0):
-            raise ValueError(f"{type(self).__name__}: in divisive use v0 must be None or a callable of the node's data.")
+            raise ValueError(
+                f"{type(self).__name__}: in divisive use v0 must be None or a callable of the node's data."
+            )
 
     def _index_params(self) -> dict:
         return {

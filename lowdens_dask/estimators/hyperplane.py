@@ -71,8 +71,15 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
             v0 = np.asarray(v0, dtype=np.float64)
             params["v0"] = v0 * (frame.scale if v0.ndim == 1 else frame.scale[:, None])
         growth = grow_tree(
-            data, self._method, params, n_clusters=2, rank=_no_rank, lazy=True, min_size=self.min_size,
-            frame=frame, refine=refine,
+            data,
+            self._method,
+            params,
+            n_clusters=2,
+            rank=_no_rank,
+            lazy=True,
+            min_size=self.min_size,
+            frame=frame,
+            refine=refine,
         )
         hp = growth.root_split
         root = growth.tree.root

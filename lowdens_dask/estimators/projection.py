@@ -119,8 +119,14 @@ class MDHProjection(_ProjectionPursuit):
 
     def _index_params(self) -> dict:
         alphas = tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas)
-        return {"bandwidth": self.bandwidth, "alphas": alphas, "eta": self.eta, "eps": self.eps,
-                "maxiter": self.maxiter, "ftol": self.ftol}
+        return {
+            "bandwidth": self.bandwidth,
+            "alphas": alphas,
+            "eta": self.eta,
+            "eps": self.eps,
+            "maxiter": self.maxiter,
+            "ftol": self.ftol,
+        }
 
 
 class NCutProjection(_ProjectionPursuit):

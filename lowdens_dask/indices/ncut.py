@@ -44,6 +44,7 @@ from numba import njit
 from ..kernels.sorting import sort_projections
 from .base import ProjectionIndex, Split, register_index
 
+
 @njit(cache=True, nogil=True)
 def ncut_split(p, w, scale, min_size, grad_out):
     """Minimum NCut over admissible splits of ``p``: returns ``(value, b, weight_below)``.

@@ -190,8 +190,13 @@ def _run_together(coroutines: list, answer_batch: Callable) -> list:
 
 
 def pursue(
-    data, index: ProjectionIndex, starts: Sequence[np.ndarray], *, maxiter: int = 50, ftol: float = 1e-5,
-    min_size: float = 1
+    data,
+    index: ProjectionIndex,
+    starts: Sequence[np.ndarray],
+    *,
+    maxiter: int = 50,
+    ftol: float = 1e-5,
+    min_size: float = 1,
 ) -> Hyperplane:
     """Projection pursuit of ``index`` on ``data`` (a data-layer object) from each of ``starts``.
 
@@ -246,8 +251,15 @@ def _starting_directions(v0, data, vecs: np.ndarray, index: ProjectionIndex) -> 
 
 
 def find_hyperplane(
-    method: str, data, *, v0: np.ndarray | Callable | None = None, maxiter: int = 50, ftol: float = 1e-5,
-    min_size: float = 1, start: int | None = None, **params: Any
+    method: str,
+    data,
+    *,
+    v0: np.ndarray | Callable | None = None,
+    maxiter: int = 50,
+    ftol: float = 1e-5,
+    min_size: float = 1,
+    start: int | None = None,
+    **params: Any,
 ) -> Hyperplane:
     """The split of ``data`` (a data-layer object or an array) by the index registered as ``method``.
 
@@ -260,7 +272,9 @@ def find_hyperplane(
         data = InMemoryData(np.asarray(data, dtype=np.float64))
     unknown = sorted(set(params) - set(index_type.setup_params))
     if unknown:
-        raise TypeError(f"Unknown parameters {unknown} for split method {method!r}; it takes {index_type.setup_params}.")
+        raise TypeError(
+            f"Unknown parameters {unknown} for split method {method!r}; it takes {index_type.setup_params}."
+        )
     vals, vecs = data.leading_eigenvectors(max(index_type.n_components, 1))
     if vals[0] == 0:  # every row identical: nothing to separate
         u = vecs[:, 0]
@@ -285,4 +299,3 @@ def minimum_density_hyperplane(data, **params: Any) -> Hyperplane:
     the largest relative depth (eq. 30) wins.
     """
     return find_hyperplane("mdh", data, **params)
-

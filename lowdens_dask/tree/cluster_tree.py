@@ -329,7 +329,10 @@ class ClusterTree:
             else:
                 stats = ", ".join(f"{key} {value:.4g}" for key, value in node.stats.items())
                 forced = " (forced)" if node.forced else ""
-                lines.append(f"{pad}node {node.id}: {node.method} split{forced}, size {node.size:g}" + (f", {stats}" if stats else ""))
+                lines.append(
+                    f"{pad}node {node.id}: {node.method} split{forced}, size {node.size:g}"
+                    + (f", {stats}" if stats else "")
+                )
         return "\n".join(lines)
 
 

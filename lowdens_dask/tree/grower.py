@@ -173,7 +173,8 @@ def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> No
     if client is not None:
         data = dict(zip(nodes, client.scatter([leaves[c] for c in nodes])))
         futures = [
-            client.submit(_split_from_start, method, data[c], params, min_size, j, key=k) for (c, j), k in zip(jobs, keys)
+            client.submit(_split_from_start, method, data[c], params, min_size, j, key=k)
+            for (c, j), k in zip(jobs, keys)
         ]
         results = client.gather(futures)
     else:
@@ -209,8 +210,9 @@ def _combine(found: list[Hyperplane | None], method: str) -> Hyperplane | None:
     )
 
 
-def polish(method: str, rows, hp: Hyperplane, frame: Frame, row_frame: Frame, params: dict, iterations: int,
-           min_size: float):
+def polish(
+    method: str, rows, hp: Hyperplane, frame: Frame, row_frame: Frame, params: dict, iterations: int, min_size: float
+):
     """Polish a summary-mode split with exact passes over the node's rows (``refine``).
 
     ``iterations`` L-BFGS steps from every start's summary direction at once (one pass serves all of them),
