@@ -1,7 +1,7 @@
-"""Demo: ``python -m lowdens_dask [--dataset NAME] [--n-clusters K]``.
+"""Demo: ``python -m lowdens_dask [--dataset NAME] [--n-clusters K] [--method NAME]``.
 
-Clusters a bundled dataset with MDHClustering, prints the cluster tree and the scores against the
-true labels.
+Clusters a bundled dataset with a divisive estimator (MDHClustering by default; any method of
+``lowdens_dask.METHODS``), prints the cluster tree and the scores against the true labels.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from . import MDHClustering
+from . import METHODS
 from .datasets import list_datasets, load_dataset
 from .metrics import cluster_performance
 
@@ -20,15 +20,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lowdens_dask", description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="optidigits", choices=list_datasets())
     parser.add_argument("--n-clusters", type=int, default=None, help="default: the number of true classes")
+    parser.add_argument("--method", default="mdh", choices=sorted(METHODS), help="default: mdh")
     args = parser.parse_args(argv)
 
     X, y = load_dataset(args.dataset)
     k = args.n_clusters or len(np.unique(y))
     print(f"{args.dataset}: {X.shape[0]} rows x {X.shape[1]} features, {len(np.unique(y))} classes")
     start = time.perf_counter()
-    model = MDHClustering(n_clusters=k).fit(X)
+    estimator = METHODS[args.method].clustering
+    model = estimator(n_clusters=k).fit(X)
     elapsed = time.perf_counter() - start
-    print(f"MDHClustering(n_clusters={k}) fitted in {elapsed:.2f} s (includes numba compilation on first run)\n")
+    print(f"{estimator.__name__}(n_clusters={k}) fitted in {elapsed:.2f} s (includes numba compilation on first run)\n")
     print(model.tree_.describe())
     print()
     for name, value in cluster_performance(y, model.labels_).items():

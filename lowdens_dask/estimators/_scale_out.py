@@ -14,12 +14,14 @@
    Gaussian blob of rows. Measured on the ten bundled data sets at one microcluster per 20 rows
    (mean over 3 seeds, ARI of summary-mode against exact-mode labels): 0.57 when n counts
    microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread (benchmarks/agreement.py
-   has the current figures). Each restart (PC1, PC2) of each new leaf runs as a named Dask task
-   (``lowdens-split-node-<id>-start-<j>``), both children of a split at once;
+   has the current figures). Each restart (e.g. MDH's PC1 and PC2) of each new leaf runs as a named Dask
+   task (``lowdens-split-node-<id>-start-<j>``), both children of a split at once
+   (:mod:`lowdens_dask.tree.grower`);
 3. with ``refine=k``, each split is polished before it is made: k exact L-BFGS steps over the rows that
-   reach the node, from every start's summary hyperplane at once, at the summary alpha; the start
-   with the largest exact relative depth wins (:func:`polish`). The node's rows and its microclusters
-   are then split by the polished hyperplane, and node sizes count rows;
+   reach the node, from every start's summary hyperplane at once, at the continuation stage the summary
+   reached (MDH's alpha); the start the index scores best on the rows wins
+   (:func:`lowdens_dask.tree.grower.polish`). The node's rows and its microclusters are then split by the
+   polished hyperplane, and node sizes count rows;
 4. one final pass routes every row to its leaf; with ``labels_store`` the labels are written to zarr
    with the same row chunks as the input.
 
