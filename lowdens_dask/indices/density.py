@@ -356,7 +356,11 @@ def lowest_density_minimum(p, w, total, h, kbuf):
     return best_b, best
 
 
+#: log of the largest density ratio a relative depth reports (about 1e304): beyond it the depth saturates.
+MAX_LOG_RATIO = 700.0
+
+
 def relative_depth_from_logs(log_b: float, log_left: float, log_right: float) -> float:
     """Relative depth (eq. 30) from the log density at b and at the adjacent modes (0 if b does not
-    separate two modes)."""
-    return max(math.exp(min(log_left, log_right) - log_b) - 1.0, 0.0)
+    separate two modes). A density at b below exp(-700) of the lower mode's saturates at exp(700) - 1."""
+    return max(math.exp(min(min(log_left, log_right) - log_b, MAX_LOG_RATIO)) - 1.0, 0.0)

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..kernels.kde import (
+    MAX_BINNED_RADIUS,
     UNDERFLOW,
     binned_radius,
     convolve_binned,
@@ -132,25 +133,34 @@ def projection_moments(proj) -> np.ndarray:
 
 
 def binned_kdes(proj, h: float, grids, below=()):
-    """Binned kernel sums on ``grids`` = [(col, a, delta, m)], and the weight below each (col, b) of ``below``."""
+    """Binned kernel sums on ``grids`` = [(col, a, delta, m)], and the weight below each (col, b) of ``below``.
+
+    A grid much finer than h (radius above ``MAX_BINNED_RADIUS`` cells) is summed exactly at its points, as
+    ``kernels.kde.binned_kde_grid`` does in memory.
+    """
     radii = [binned_radius(h, delta) for _, _, delta, _ in grids]
-    sizes = [m + 2 * r for (_, _, _, m), r in zip(grids, radii)]
-    starts = [a - r * delta for (_, a, delta, _), r in zip(grids, radii)]
+    binned = [q for q, r in enumerate(radii) if r <= MAX_BINNED_RADIUS]
+    sizes = [grids[q][3] + 2 * radii[q] for q in binned]
+    starts = [grids[q][1] - radii[q] * grids[q][2] for q in binned]
     out = proj.reduce(
         _chunk_binned,
         _sum,
-        [g[0] for g in grids],
+        [grids[q][0] for q in binned],
         starts,
-        [g[2] for g in grids],
+        [grids[q][2] for q in binned],
         sizes,
         [c for c, _ in below],
         [b for _, b in below],
     )
-    kdes = []
+    kdes = [None] * len(grids)
     pos = 0
-    for (_, _, delta, _), r, size in zip(grids, radii, sizes):
-        kdes.append(convolve_binned(out[pos : pos + size], h, delta, r))
+    for q, size in zip(binned, sizes):
+        kdes[q] = convolve_binned(out[pos : pos + size], h, grids[q][2], radii[q])
         pos += size
+    for q, (col, a, delta, m) in enumerate(grids):
+        if kdes[q] is None:
+            sums = kernel_sums_at(proj, h, [col] * m, [a + j * delta for j in range(m)])
+            kdes[q] = sums[:, 1] * np.exp(-sums[:, 0])
     return kdes, out[pos:]
 
 

@@ -21,6 +21,10 @@ SQRT_2PI = math.sqrt(2.0 * math.pi)
 UNDERFLOW = 1e-200
 #: Binned kernel sums are truncated at this many bandwidths.
 BINNED_RADIUS = 8.0
+#: Grids whose kernel reaches more cells than this each side (spacing below h / 512, which only a narrow
+#: search interval gives, with a handful of grid points) are summed exactly instead of binned: binning
+#: would allocate 8 h / spacing cells (a MemoryError for data whose scale is far above eta).
+MAX_BINNED_RADIUS = 4096
 
 
 @njit(cache=True, nogil=True)
@@ -104,8 +108,21 @@ def binned_kde_grid(p, w, h, x0, delta, m):
     Returns ``sum_i w_i K(x_j - p_i)`` approximately, for each grid point j.
     """
     r = binned_radius(h, delta)
+    if r > MAX_BINNED_RADIUS:  # a grid much finer than h (a narrow search interval): sum exactly
+        return direct_kde_grid(p, w, h, x0, delta, m)
     counts = linear_binning(p, w, x0 - r * delta, delta, np.zeros(m + 2 * r))
     return convolve_binned(counts, h, delta, r)
+
+
+@njit(cache=True, nogil=True)
+def direct_kde_grid(p, w, h, x0, delta, m):
+    """``sum_i w_i K(x_j - p_i)`` at the grid ``x0 + j * delta`` (j < m) by exact kernel sums."""
+    out = np.empty(m)
+    kbuf = np.empty(p.shape[0])
+    for j in range(m):
+        shift, s0, _, _ = kernel_sums(p, w, x0 + j * delta, h, kbuf)
+        out[j] = s0 * math.exp(-shift)
+    return out
 
 
 # exp(x) = 2^k exp(r), |r| <= ln2/2, with exp(r) by its Taylor series to r^13 (truncation < 2e-16).

@@ -1,0 +1,69 @@
+"""Regression tests for the numerical defects of issue 9 (reproducers from the reliability probe)."""
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from lowdens_dask import MDH, DePDDP, MDHClustering
+from lowdens_dask.backend.chunked import ChunkedNode
+from lowdens_dask.indices import density_passes
+from lowdens_dask.indices.density import relative_depth_from_logs
+from lowdens_dask.kernels.kde import MAX_BINNED_RADIUS, binned_kde_grid, binned_radius
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+def test_huge_column_scale_does_not_exhaust_memory():
+    """Defect 2: the b-search grid of a narrow interval was binned with 8 h / spacing cells (MemoryError)."""
+    MDH().fit(np.array([[-7.247867802283125e11, 0, 0, 0], [0, 0, 0, 0]]))
+    rng = np.random.default_rng(0)
+    for scale in (1e9, 1e12):
+        X = np.vstack([rng.normal(size=(100, 2)), rng.normal(size=(100, 2)) + [8, 0]])
+        X[:, 0] *= scale
+        model = MDH().fit(X)
+        np.testing.assert_array_equal(np.bincount(model.labels_), [100, 100])
+
+
+def test_narrow_grid_is_summed_exactly_in_memory_and_over_chunks():
+    """A grid much finer than h is summed exactly, with the same numbers over chunks as in memory."""
+    rng = np.random.default_rng(1)
+    p = rng.normal(scale=1e6, size=300)
+    h, a, delta, m = 4e5, -1e-2, 1e-2, 3
+    assert binned_radius(h, delta) > MAX_BINNED_RADIUS
+    direct = np.array([np.exp(-((a + j * delta - p) ** 2) / (2 * h * h)).sum() for j in range(m)])
+    np.testing.assert_allclose(binned_kde_grid(p, np.ones_like(p), h, a, delta, m), direct, rtol=1e-12)
+    proj = ChunkedNode(da.from_array(p[:, None], chunks=(70, 1))).projections(np.ones((1, 1)))
+    (chunked,), _ = density_passes.binned_kdes(proj, h, [(0, a, delta, m)])
+    np.testing.assert_allclose(chunked, direct, rtol=1e-12)
+
+
+def test_relative_depth_saturates_instead_of_overflowing():
+    """Defect 3: math.exp overflowed when the density at b underflows far below the modes'."""
+    assert relative_depth_from_logs(-2000.0, 0.0, 5.0) == pytest.approx(np.exp(700.0) - 1.0)
+    X = np.random.default_rng(1).normal(size=(50, 2))
+    w = np.ones(50)
+    w[0] = 1e6
+    assert DePDDP(n_clusters=4).fit(X, sample_weight=w).n_clusters_ == 4
+    w[0] = 1e9
+    model = MDHClustering(n_clusters=4).fit(X, sample_weight=w)
+    assert model.n_clusters_ == len(np.unique(model.labels_))
+
+
+def test_no_split_with_an_empty_side():
+    """Defect 5: n_clusters_ must equal the distinct labels; every leaf holds rows."""
+    X = np.array(
+        [
+            [float.fromhex("0x1.dcd65p+29"), -3.5, float.fromhex("0x1.12e0be826d695p-28")],
+            [float.fromhex("0x1.dcd65p+29"), -3.5, float.fromhex("0x1.13271ce872210p-28")],
+        ]
+    )
+    model = MDHClustering(n_clusters=8, random_state=0).fit(X)
+    assert model.n_clusters_ == len(np.unique(model.labels_))
+    assert all(leaf.size > 0 for leaf in model.tree_.leaves())
