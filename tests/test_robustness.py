@@ -67,3 +67,17 @@ def test_no_split_with_an_empty_side():
     model = MDHClustering(n_clusters=8, random_state=0).fit(X)
     assert model.n_clusters_ == len(np.unique(model.labels_))
     assert all(leaf.size > 0 for leaf in model.tree_.leaves())
+
+
+def test_a_split_whose_rows_leave_a_side_empty_is_not_made(monkeypatch):
+    """The grower checks the sides on the rows themselves: if rounding of x @ v (features of very different
+    scales) leaves a side below min_size although the index accepted the split, the leaf is not split."""
+    from lowdens_dask.backend import InMemoryData
+
+    def everything_left(self, v, b):
+        return self, self.take(np.zeros(self.n_samples, dtype=bool))
+
+    X = np.vstack([np.random.default_rng(2).normal(size=(60, 2)) + [c, 0] for c in (0, 9, 18)])
+    monkeypatch.setattr(InMemoryData, "split", everything_left)
+    model = MDHClustering(n_clusters=3, force_n_clusters=False).fit(X)
+    assert model.n_clusters_ == 1 and model.tree_.root.is_leaf

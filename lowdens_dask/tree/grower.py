@@ -107,7 +107,7 @@ def grow_tree(
         if not (valid(leaf) or forced):
             continue
         node = _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size)
-        if node is None:  # a forced split with a side below min_size: this leaf cannot be split
+        if node is None:  # the split would leave a side below min_size: this leaf cannot be split
             found[leaf] = None
             continue
         n_leaves += 1
@@ -122,8 +122,8 @@ def grow_tree(
 
 
 def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size):
-    """Make the split of ``leaf`` (polished first with ``refine``); returns the node, or None when a forced
-    split cannot leave ``min_size`` on each side."""
+    """Make the split of ``leaf`` (polished first with ``refine``); returns the node, or None when the rows
+    themselves do not leave ``min_size`` on each side (then the leaf is not split)."""
     hp = found[leaf]
     original = _to_original(hp, frame)
     rows = row_leaves.get(leaf)
@@ -140,7 +140,9 @@ def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, re
 
     least = max(min_size, 1e-300)
     parts, row_parts, sizes = cut()
-    if forced and min(sizes) < least:  # fall back to the mean along v (PDDP's split)
+    if min(sizes) < least and not forced:  # rounding of x @ v (features of very different scales) emptied a side
+        return None
+    if min(sizes) < least:  # a forced split: fall back to the mean along v (PDDP's split)
         hp = hp._replace(b=float(leaves[leaf].mean() @ hp.v))
         original = _to_original(hp, frame)
         parts, row_parts, sizes = cut()
