@@ -96,3 +96,21 @@ def check_mdh_params(est) -> None:
     bw = est.bandwidth
     if not (bw is None or bw == "silverman" or callable(bw) or (isinstance(bw, numbers.Real) and bw > 0)):
         raise ValueError(f"{name}: bandwidth must be None, 'silverman', a positive number or a callable; got {bw!r}.")
+
+
+def check_pursuit_params(est, *, divisive: bool) -> None:
+    """maxiter, ftol, min_size and v0 of a pursued index, with errors that name the estimator."""
+    name = type(est).__name__
+    check_positive_int(est.maxiter, f"{name}: maxiter")
+    if not (isinstance(est.ftol, numbers.Real) and est.ftol > 0):
+        raise ValueError(f"{name}: ftol must be a positive number; got {est.ftol!r}.")
+    if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
+        raise ValueError(f"{name}: min_size must be a positive number; got {est.min_size!r}.")
+    if divisive and est.v0 is not None and not callable(est.v0):
+        raise ValueError(f"{name}: in divisive use v0 must be None or a callable of the node's data; got {est.v0!r}.")
+
+
+def check_scale(est) -> None:
+    scale = est.scale
+    if not (scale is None or callable(scale) or (isinstance(scale, numbers.Real) and scale > 0)):
+        raise ValueError(f"{type(est).__name__}: scale must be None, a positive number or a callable; got {scale!r}.")

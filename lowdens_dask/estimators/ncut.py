@@ -5,32 +5,13 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 
 import numpy as np
 
-from ._validation import check_positive_int
+from ._validation import check_pursuit_params, check_scale
 from .divisive import _DivisiveClustering, _size
 from .hyperplane import HyperplaneEstimator
-
-
-def check_pursuit_params(est, *, divisive: bool) -> None:
-    """maxiter, ftol, min_size and v0 of a pursued index, with errors that name the estimator."""
-    name = type(est).__name__
-    check_positive_int(est.maxiter, f"{name}: maxiter")
-    if not (isinstance(est.ftol, numbers.Real) and est.ftol > 0):
-        raise ValueError(f"{name}: ftol must be a positive number; got {est.ftol!r}.")
-    if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
-        raise ValueError(f"{name}: min_size must be a positive number; got {est.min_size!r}.")
-    if divisive and est.v0 is not None and not callable(est.v0):
-        raise ValueError(f"{name}: in divisive use v0 must be None or a callable of the node's data; got {est.v0!r}.")
-
-
-def _check_scale(est) -> None:
-    scale = est.scale
-    if not (scale is None or callable(scale) or (isinstance(scale, numbers.Real) and scale > 0)):
-        raise ValueError(f"{type(est).__name__}: scale must be None, a positive number or a callable; got {scale!r}.")
 
 
 class NCutH(HyperplaneEstimator):
@@ -102,7 +83,7 @@ class NCutH(HyperplaneEstimator):
 
     def _check_params(self) -> None:
         check_pursuit_params(self, divisive=False)
-        _check_scale(self)
+        check_scale(self)
 
     def _index_params(self) -> dict:
         return {"scale": self.scale, "v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol}
@@ -179,7 +160,7 @@ class NCutClustering(_DivisiveClustering):
     def _check_params(self) -> None:
         super()._check_params()
         check_pursuit_params(self, divisive=True)
-        _check_scale(self)
+        check_scale(self)
 
     def _index_params(self) -> dict:
         return {"scale": self.scale, "v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol}

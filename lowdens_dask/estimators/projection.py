@@ -22,8 +22,14 @@ from ..backend.chunked import ChunkedNode
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import find_hyperplane
 from ._scale_out import is_chunked_input
-from ._validation import check_fit_input, check_mdh_params, check_positive_int, single_threaded_blas
-from .ncut import _check_scale, check_pursuit_params
+from ._validation import (
+    check_fit_input,
+    check_mdh_params,
+    check_positive_int,
+    check_pursuit_params,
+    check_scale,
+    single_threaded_blas,
+)
 
 
 class _ProjectionPursuit(TransformerMixin, BaseEstimator):
@@ -160,7 +166,7 @@ class NCutProjection(_ProjectionPursuit):
     def _check_params(self) -> None:
         super()._check_params()
         check_pursuit_params(self, divisive=False)
-        _check_scale(self)
+        check_scale(self)
 
     def _index_params(self) -> dict:
         return {"scale": self.scale, "maxiter": self.maxiter, "ftol": self.ftol}

@@ -12,8 +12,8 @@ import numpy as np
 from scipy.stats import ncf
 
 from .divisive import _DivisiveClustering, _size
+from ._validation import check_pursuit_params
 from .hyperplane import HyperplaneEstimator
-from .ncut import check_pursuit_params
 
 #: Below this many rows at the root, MCClustering's "Fdist" split index uses the F distribution; above, size
 #: (PPCI's ``mcdc``: the degrees of freedom are unreliable for large n).
