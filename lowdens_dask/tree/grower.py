@@ -6,7 +6,8 @@ found on the leaf's own rows (re-centred, its principal components and bandwidth
 With ``lazy=True`` (a rank that needs no split, such as size) a leaf's split is computed only when the
 leaf is ranked first, which gives the same tree as computing every leaf eagerly. With ``parallel=True``
 (summary mode) the two children of every split are split at once, each restart a named Dask task
-(``lowdens-split-node-<id>-start-<j>-<token>``), so the tree grows in parallel on a cluster.
+(``lowdens-split-node-<id>-start-<j>-<token>``), so the tree grows in parallel on a cluster; the leaves'
+rows are literal tasks in the graph, which any worker can rebuild.
 
 When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
 leaf that ``rank`` prefers with the best hyperplane found for it, moved to the mean of the leaf along its
@@ -165,26 +166,22 @@ def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
 
 
 def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> None:
-    """Split the given leaves at once, each restart of each leaf a named Dask task (on the active
-    distributed client, the leaves' rows are scattered once rather than put in the graph)."""
+    """Split the given leaves at once, each restart of each leaf a named Dask task.
+
+    Each leaf's rows enter the graph once, as a literal task (``lowdens-node-data-<id>-<token>``) that
+    its restarts depend on. On a distributed cluster the scheduler can rebuild it on any worker, so
+    losing a worker at any moment costs only recomputation (data placed with ``client.scatter`` would be
+    lost with the worker that held it).
+    """
     index = get_index(method)
     starts = range(index.n_starts(leaves[nodes[0]].n_features)) if params.get("v0") is None else [None]
+    data = {c: dask.delayed(leaves[c], name=f"lowdens-node-data-{c}-{token}", traverse=False) for c in nodes}
     jobs = [(c, j) for c in nodes for j in starts]
-    keys = [f"lowdens-split-node-{c}-start-{j}-{token}" for c, j in jobs]
-    client = _distributed_client()
-    if client is not None:
-        data = dict(zip(nodes, client.scatter([leaves[c] for c in nodes])))
-        futures = [
-            client.submit(_split_from_start, method, data[c], params, min_size, j, key=k)
-            for (c, j), k in zip(jobs, keys)
-        ]
-        results = client.gather(futures)
-    else:
-        tasks = [
-            dask.delayed(_split_from_start, pure=True)(method, leaves[c], params, min_size, j, dask_key_name=k)
-            for (c, j), k in zip(jobs, keys)
-        ]
-        results = dask.compute(*tasks)
+    tasks = [
+        _split_task(method, data[c], params, min_size, j, dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}")
+        for c, j in jobs
+    ]
+    results = dask.compute(*tasks)
     for c in nodes:
         found[c] = _combine([r for (cc, _), r in zip(jobs, results) if cc == c], method)
 
@@ -199,6 +196,9 @@ def _split_from_start(method: str, data, params: dict, min_size: float, start: i
     if data.n_samples < 2 or data.total_weight < 2 * min_size:
         return None
     return find_hyperplane(method, data, min_size=min_size, start=start, **params)
+
+
+_split_task = dask.delayed(_split_from_start, pure=True)
 
 
 def _combine(found: list[Hyperplane | None], method: str) -> Hyperplane | None:
@@ -231,13 +231,3 @@ def polish(
         return None
     v, b = row_frame.to(frame, polished.v, polished.b)
     return polished, polished._replace(v=v, b=b)
-
-
-def _distributed_client():
-    """The active distributed Client, if any."""
-    try:
-        from distributed import get_client
-
-        return get_client()
-    except (ImportError, ValueError):
-        return None
