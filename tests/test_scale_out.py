@@ -61,7 +61,7 @@ def test_group_needs_an_array_name(store):
     assert arr.shape == (30_000, 6)
     zarr.open_group(str(path), mode="a").create_array("other", shape=(10, 6), dtype="f4")
     try:
-        with pytest.raises(ValueError, match="pass array_name"):
+        with pytest.raises(ValueError, match="several arrays"):
             as_dask_array(str(path))
         assert as_dask_array(str(path), array_name="X").shape == (30_000, 6)
     finally:

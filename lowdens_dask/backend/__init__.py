@@ -1,6 +1,6 @@
 """Data layer: the few operations projection pursuit needs, over in-memory and row-chunked (Dask) data."""
 
-from .chunked import ChunkedData, as_dask_array
+from .chunked import ChunkedData, ChunkReadError, as_dask_array
 from .memory import InMemoryData
 
-__all__ = ["ChunkedData", "InMemoryData", "as_dask_array"]
+__all__ = ["ChunkReadError", "ChunkedData", "InMemoryData", "as_dask_array"]

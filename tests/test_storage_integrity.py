@@ -1,0 +1,61 @@
+"""Issue 9, defect 6: damaged zarr stores fail loudly, naming the store and the chunk."""
+
+import os
+
+import numpy as np
+import pytest
+import zarr
+
+from lowdens_dask import MDHClustering
+from lowdens_dask.backend import ChunkReadError, as_dask_array
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    return np.vstack([rng.normal(size=(1000, 3)), rng.normal(size=(1000, 3)) + [8, 0, 0]]).astype(np.float32)
+
+
+def test_a_deleted_chunk_is_refused_naming_it(data, tmp_path):
+    path = tmp_path / "X.zarr"
+    zarr.create_array(str(path), data=data, chunks=(200, 3))
+    os.remove(path / "c" / "3" / "0")
+    with pytest.raises(ValueError, match=r"1 of 10 row chunks missing: 3 \(rows 600-799\)") as err:
+        MDHClustering(n_clusters=2, random_state=0).fit(str(path))
+    assert str(path) in str(err.value) and "fill value (0.0)" in str(err.value)
+    # a store that is sparse on purpose: the fill value is accepted explicitly, and is what is read
+    X = as_dask_array(str(path), missing_chunks="fill")
+    np.testing.assert_array_equal(X[600:800].compute(), 0.0)
+    model = MDHClustering(n_clusters=2, random_state=0).fit(X)
+    assert model.labels_.shape == (2000,)
+
+
+def test_a_missing_shard_and_a_missing_column_chunk_are_found(data, tmp_path):
+    sharded = zarr.create_array(str(tmp_path / "s.zarr"), data=data, chunks=(100, 3), shards=(500, 3))
+    os.remove(tmp_path / "s.zarr" / "c" / "2" / "0")
+    with pytest.raises(ValueError, match=r"1 of 4 row chunks missing: 2 \(rows 1000-1499\)"):
+        as_dask_array(sharded)
+    zarr.create_array(str(tmp_path / "c.zarr"), data=data, chunks=(500, 2), zarr_format=2)
+    os.remove(tmp_path / "c.zarr" / "3.1")
+    with pytest.raises(ValueError, match=r"1 of 4 row chunks missing: 3 \(rows 1500-1999\)"):
+        as_dask_array(str(tmp_path / "c.zarr"))
+
+
+def test_a_corrupt_chunk_names_the_store_and_the_chunk(data, tmp_path):
+    path = tmp_path / "X.zarr"
+    zarr.create_array(str(path), data=data, chunks=(200, 3), compressors=zarr.codecs.ZstdCodec())
+    (path / "c" / "5" / "0").write_bytes(b"overwritten" * 8)
+    with pytest.raises(ChunkReadError, match=r"row chunk 5 \(rows from 1000\)") as err:
+        MDHClustering(n_clusters=2, random_state=0).fit(str(path))
+    assert str(path) in str(err.value) and "Zstd" in str(err.value)
+    (path / "c" / "5" / "0").write_bytes((path / "c" / "5" / "0").read_bytes()[:4])  # truncated
+    with pytest.raises(ChunkReadError, match="row chunk 5"):
+        as_dask_array(str(path)).compute()
+
+
+def test_group_messages(tmp_path):
+    zarr.open_group(str(tmp_path / "empty.zarr"), mode="w")
+    with pytest.raises(ValueError, match="holds no array"):
+        MDHClustering().fit(str(tmp_path / "empty.zarr"))
+    with pytest.raises(ValueError, match="missing_chunks must be"):
+        as_dask_array(str(tmp_path / "empty.zarr"), missing_chunks="zeros")
