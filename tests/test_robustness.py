@@ -81,3 +81,35 @@ def test_a_split_whose_rows_leave_a_side_empty_is_not_made(monkeypatch):
     monkeypatch.setattr(InMemoryData, "split", everything_left)
     model = MDHClustering(n_clusters=3, force_n_clusters=False).fit(X)
     assert model.n_clusters_ == 1 and model.tree_.root.is_leaf
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_very_large_weights_are_refused_not_overflowed(standardize):
+    """Defect 4: weights whose weighted sums of squares overflow raised ZeroDivisionError inside the
+    kernels; the total weight is now bounded, with a ValueError that names it, and large weights below
+    the bound fit."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3)).astype(np.float32)
+    X[15:] += 5
+    w = np.ones(30)
+    w[:3] = 1e200
+    for model in (MDHClustering(n_clusters=3, standardize=standardize), DePDDP(n_clusters=3, standardize=standardize)):
+        with pytest.raises(ValueError, match="total sample_weight is 3e\\+200"):
+            model.fit(X, sample_weight=w)
+    w[:3] = 1e99
+    model = MDHClustering(n_clusters=3, standardize=standardize).fit(X, sample_weight=w)
+    assert model.n_clusters_ == len(np.unique(model.labels_))
+
+
+def test_identical_rows_and_tiny_total_weight():
+    """Found by the property tests: IPDDP ranked a leaf of identical rows by a gap it does not have
+    (KeyError); a one-split estimator whose weights cannot leave min_size on each side failed with an
+    AttributeError instead of saying so."""
+    from lowdens_dask import IPDDP
+
+    X = np.array([[7.2861531], [6.75063056], [6.75063056], [6.75063056]])
+    model = IPDDP(n_clusters=3).fit(X)
+    assert model.n_clusters_ == len(np.unique(model.labels_)) == 2
+    w = np.array([1e-7, 2e-12, 3e-11, 1e-4, 6e-5, 2e-5, 4e-8, 0.93, 0.59, 2e-4]) * 1.2
+    with pytest.raises(ValueError, match="total weight, 1.82446, is below 2 \\* min_size"):
+        MDH().fit(np.arange(10.0)[:, None], sample_weight=w)

@@ -22,6 +22,10 @@ def single_threaded_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
+#: Largest total sample weight accepted: weighted sums of squared projections must stay far from overflow.
+MAX_TOTAL_WEIGHT = 1e100
+
+
 def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray]:
     """Validate X (finite, 2-D, at least two rows) and the weights; warn about constant columns."""
     X = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2, ensure_all_finite=True)
@@ -41,6 +45,12 @@ def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray
         if weights.sum() <= 1:
             raise ValueError(
                 f"The total sample_weight must exceed 1 (weights are frequency counts); got {weights.sum():g}."
+            )
+        if weights.sum() > MAX_TOTAL_WEIGHT:
+            raise ValueError(
+                f"The total sample_weight is {weights.sum():g}, above {MAX_TOTAL_WEIGHT:g}: weights are frequency "
+                "counts (min_size and the bandwidth's n count them), and weighted sums of squares would "
+                "overflow; divide the weights by a common factor."
             )
     spread = np.ptp(X[weights > 0], axis=0)
     constant = np.flatnonzero(spread == 0)

@@ -390,7 +390,7 @@ class DePDDP(_DivisiveClustering):
 
 
 def _widest_gap(node, data, hp) -> float:
-    return hp.stats["gap"]
+    return hp.stats.get("gap", 0.0)  # no gap recorded: the leaf's rows are all identical
 
 
 class IPDDP(_DivisiveClustering):

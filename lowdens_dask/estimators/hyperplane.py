@@ -82,6 +82,12 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
             refine=refine,
         )
         hp = growth.root_split
+        if hp is None:  # the grower does not try a node whose weight cannot leave min_size on each side
+            raise ValueError(
+                f"{type(self).__name__}: the rows' total weight, {data.total_weight:.6g}, is below 2 * min_size "
+                f"= {2 * self.min_size:.6g}, so no split can leave min_size on each side; scale sample_weight "
+                "up or lower min_size."
+            )
         root = growth.tree.root
         if not root.is_leaf:  # the split made (polished with refine)
             hp = hp._replace(v=root.v, b=root.b, stats=root.stats, params=root.params)
