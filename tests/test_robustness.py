@@ -96,7 +96,7 @@ def test_very_large_weights_are_refused_not_overflowed(standardize):
     for model in (MDHClustering(n_clusters=3, standardize=standardize), DePDDP(n_clusters=3, standardize=standardize)):
         with pytest.raises(ValueError, match="total sample_weight is 3e\\+200"):
             model.fit(X, sample_weight=w)
-    w[:3] = 1e99
+    w[:3] = 1e29
     model = MDHClustering(n_clusters=3, standardize=standardize).fit(X, sample_weight=w)
     assert model.n_clusters_ == len(np.unique(model.labels_))
 
@@ -113,3 +113,34 @@ def test_identical_rows_and_tiny_total_weight():
     w = np.array([1e-7, 2e-12, 3e-11, 1e-4, 6e-5, 2e-5, 4e-8, 0.93, 0.59, 2e-4]) * 1.2
     with pytest.raises(ValueError, match="total weight, 1.82446, is below 2 \\* min_size"):
         MDH().fit(np.arange(10.0)[:, None], sample_weight=w)
+
+
+def test_a_row_at_the_split_point_stays_on_its_side_in_the_original_coordinates():
+    """Found by the property tests: PDDP splits at the weighted mean, which is a row when its weight
+    dominates; routing in the original coordinates rounded that row to the other side, so a leaf held no
+    rows (n_clusters_ 2, one distinct label). b now sits in the middle of the gap when a row is within
+    rounding of it."""
+    from lowdens_dask import PDDP
+
+    X = np.array([[-0.013, 0.083, 1.203], [0.006, 0.056, -3.772]])
+    model = PDDP(n_clusters=2, standardize=True).fit(X, sample_weight=np.array([1.0, 2.00376421e17]))
+    assert model.n_clusters_ == len(np.unique(model.labels_)) == 2
+
+
+def test_variance_ratio_with_one_dominant_weight():
+    """Found by the property tests: with one row weighing 1e16, the within-group sum of squares computed as
+    total minus between cancelled to zero, and the variance ratio read 2.9e289."""
+    from lowdens_dask.indices.variance_ratio import variance_ratio_split
+
+    p = np.array([-107.05, -100.27, -64.03, 73.23, -117.05, -143.43, 63.99, 75.44, -95.89, 56.24])
+    w = np.ones(10)
+    w[5] = 1e16
+    grad = np.empty(10)
+    value, b, _ = variance_ratio_split(p, w, 1.0, grad)
+    left = p < b
+    m_l, m_r = np.average(p[left], weights=w[left]), np.average(p[~left], weights=w[~left])
+    wss = (w[left] * (p[left] - m_l) ** 2).sum() + (w[~left] * (p[~left] - m_r) ** 2).sum()
+    m = np.average(p, weights=w)
+    between = (w[left].sum() * (m_l - m) ** 2 + w[~left].sum() * (m_r - m) ** 2) / w.sum()
+    assert value == pytest.approx(between / ((wss + between) / (w.sum() - 1)), rel=1e-6)
+    assert np.all(np.isfinite(grad))

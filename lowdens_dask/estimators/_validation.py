@@ -22,8 +22,9 @@ def single_threaded_blas():
     return threadpool_limits(limits=1, user_api="blas")
 
 
-#: Largest total sample weight accepted: weighted sums of squared projections must stay far from overflow.
-MAX_TOTAL_WEIGHT = 1e100
+#: Largest total sample weight accepted (weights are row counts): the indices' weighted sums, their squares
+#: and the powers of the total weight in the variance-ratio gradient must stay far from overflow.
+MAX_TOTAL_WEIGHT = 1e30
 
 
 def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray]:

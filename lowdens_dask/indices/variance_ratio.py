@@ -104,24 +104,35 @@ def variance_ratio_split(p, w, min_size, grad_out):
 
     # V is fixed, so VR = B / (V - B) is largest where B is; with S_L = sum_L w (p - m) = -S_R,
     # W B = S_L^2 / W_L + S_R^2 / W_R = W S_L^2 / (W_L W_R).
+    # Each side's weight and sum are accumulated from its own end (suffix sums for the right), so that the
+    # lighter side keeps its precision when one row's weight dwarfs the rest (W - W_L would lose it).
+    wr_suffix = np.empty(m_pos + 1)
+    sr_suffix = np.empty(m_pos + 1)
+    wr_suffix[m_pos] = 0.0
+    sr_suffix[m_pos] = 0.0
+    for k in range(m_pos - 1, -1, -1):
+        wr_suffix[k] = wr_suffix[k + 1] + ws[k]
+        sr_suffix[k] = sr_suffix[k + 1] + ws[k] * (ps[k] - mean)
     wl = 0.0
     sl = 0.0
     best = -1.0
     best_k = -1
     best_wl = 0.0
+    best_wr = 0.0
     best_sl = 0.0
     for k in range(1, m_pos):
         wl += ws[k - 1]
         sl += ws[k - 1] * (ps[k - 1] - mean)
         if ps[k - 1] < ps[k]:
-            wr = total - wl
+            wr = wr_suffix[k]
             if wl >= min_size and wr >= min_size and wr > 0.0:
-                slc = sl - wl * shift
+                slc = sl - wl * shift if wl <= wr else -(sr_suffix[k] - wr * shift)
                 crit = slc * slc / (wl * wr)
                 if crit > best:
                     best = crit
                     best_k = k
                     best_wl = wl
+                    best_wr = wr
                     best_sl = slc
     if best_k < 0:
         return -np.inf, np.nan, 0.0
@@ -134,12 +145,26 @@ def variance_ratio_split(p, w, min_size, grad_out):
     denom = total - 1.0 if total > 1.0 else total
     var = ss / denom
     wl = best_wl
-    wr = total - wl
+    wr = best_wr
     dl = best_sl / wl  # m_L - m
     dr = -best_sl / wr  # m_R - m
     wb = wl * dl * dl + wr * dr * dr  # W B
     bb = wb / total
-    vmb = max((max(ss - wb, 0.0) + (total - denom) * bb) / denom, TINY)  # (WSS + (W - D) B) / D
+    # WSS summed directly about each side's mean: as ss - W B it cancels catastrophically when one row's
+    # weight dwarfs the rest (a heavy row dominates both sums).
+    ml = 0.0
+    for k in range(best_k):
+        ml += ws[k] * (ps[k] - mean)
+    ml /= wl
+    mr = 0.0
+    for k in range(best_k, m_pos):
+        mr += ws[k] * (ps[k] - mean)
+    mr /= wr
+    wss = 0.0
+    for k in range(m_pos):
+        e = (ps[k] - mean) - (ml if k < best_k else mr)
+        wss += ws[k] * e * e
+    vmb = max((wss + (total - denom) * bb) / denom, TINY)  # (WSS + (W - D) B) / D
     value = bb / vmb
     c_b = 2.0 * var / total
     c_v = 2.0 * bb / denom

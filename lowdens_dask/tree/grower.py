@@ -125,7 +125,7 @@ def grow_tree(
 def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size):
     """Make the split of ``leaf`` (polished first with ``refine``); returns the node, or None when the rows
     themselves do not leave ``min_size`` on each side (then the leaf is not split)."""
-    hp = found[leaf]
+    hp = _clear_of_rows(leaves[leaf], found[leaf])
     original = _to_original(hp, frame)
     rows = row_leaves.get(leaf)
     if rows is not None:  # refine: polish the split on the node's rows, then split both
@@ -144,7 +144,7 @@ def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, re
     if min(sizes) < least and not forced:  # rounding of x @ v (features of very different scales) emptied a side
         return None
     if min(sizes) < least:  # a forced split: fall back to the mean along v (PDDP's split)
-        hp = hp._replace(b=float(leaves[leaf].mean() @ hp.v))
+        hp = _clear_of_rows(leaves[leaf], hp._replace(b=float(leaves[leaf].mean() @ hp.v)))
         original = _to_original(hp, frame)
         parts, row_parts, sizes = cut()
         if min(sizes) < least:
@@ -156,6 +156,32 @@ def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, re
         del row_leaves[leaf]
         row_leaves.update(zip(node.children, row_parts))
     return node
+
+
+#: A row closer to the hyperplane than this, relative to the projections' magnitude, is within rounding.
+ROUNDING_MARGIN = 1e-9
+
+
+def _clear_of_rows(data, hp: Hyperplane) -> Hyperplane:
+    """``hp`` with b moved to the middle of the gap between the rows' projections around it, when a row
+    lies within rounding error of b (in memory only).
+
+    The tree routes rows in the original coordinates, where ``x @ v`` rounds differently from the frame the
+    split was found in; a row at b (PDDP's mean when one row's weight dominates) could change sides and
+    leave a leaf without rows. Moving b within the gap keeps every row on its side in the frame.
+    """
+    if data.chunked:
+        return hp
+    p = data.project(hp.v)
+    below = p < hp.b
+    if below.all() or not below.any():
+        return hp
+    lo, hi = p[below].max(), p[~below].min()
+    margin = ROUNDING_MARGIN * max(np.abs(p).max(), abs(hp.b))
+    if min(hp.b - lo, hi - hp.b) >= margin:
+        return hp
+    b = 0.5 * (lo + hi)
+    return hp._replace(b=float(b if lo < b else hi))
 
 
 def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
