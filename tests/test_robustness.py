@@ -144,3 +144,15 @@ def test_variance_ratio_with_one_dominant_weight():
     between = (w[left].sum() * (m_l - m) ** 2 + w[~left].sum() * (m_r - m) ** 2) / w.sum()
     assert value == pytest.approx(between / ((wss + between) / (w.sum() - 1)), rel=1e-6)
     assert np.all(np.isfinite(grad))
+
+
+def test_variance_ratio_of_two_rows_with_a_dominant_weight():
+    """Found by the property tests: W - D (D = W - 1) rounded to 0 at W = 2e16, the denominator fell to the
+    floor and the gradient overflowed (RuntimeWarning: invalid value, in the pursuit)."""
+    from lowdens_dask import MCH
+
+    X = np.array([[-0.01622759], [-0.01070314]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = MCH(random_state=0).fit(X, sample_weight=np.array([1.0, 2.2929160475296064e16]))
+    assert sorted(model.labels_) == [0, 1]

@@ -164,7 +164,7 @@ def variance_ratio_split(p, w, min_size, grad_out):
     for k in range(m_pos):
         e = (ps[k] - mean) - (ml if k < best_k else mr)
         wss += ws[k] * e * e
-    vmb = max((wss + (total - denom) * bb) / denom, TINY)  # (WSS + (W - D) B) / D
+    vmb = max((wss + (1.0 if total > 1.0 else 0.0) * bb) / denom, TINY)  # (WSS + (W - D) B) / D, W - D exactly
     value = bb / vmb
     c_b = 2.0 * var / total
     c_v = 2.0 * bb / denom
