@@ -2,43 +2,72 @@
 
 Layers, each using only the one below: backend (data) -> kernels -> indices -> pursuit -> tree ->
 estimators.
+
+The public names are imported on first use (PEP 562): a Dask worker that runs a chunk task imports only
+the layers that task needs, not scikit-learn and the estimators (about 90 MB less per worker process).
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
 
-from .estimators import (
-    IPDDP,
-    MCH,
-    MDH,
-    METHODS,
-    PDDP,
-    DePDDP,
-    MCClustering,
-    MCProjection,
-    MDHClustering,
-    MDHProjection,
-    NCutClustering,
-    NCutH,
-    NCutProjection,
-)
-from .tree import ClusterTree
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "IPDDP",
-    "MCH",
-    "MDH",
-    "METHODS",
-    "PDDP",
-    "ClusterTree",
-    "DePDDP",
-    "MCClustering",
-    "MCProjection",
-    "MDHClustering",
-    "MDHProjection",
-    "NCutClustering",
-    "NCutH",
-    "NCutProjection",
-    "__version__",
-]
+#: public name -> the module that defines it
+_PUBLIC = {
+    **{
+        name: "lowdens_dask.estimators"
+        for name in (
+            "IPDDP",
+            "MCH",
+            "MDH",
+            "METHODS",
+            "PDDP",
+            "DePDDP",
+            "MCClustering",
+            "MCProjection",
+            "MDHClustering",
+            "MDHProjection",
+            "NCutClustering",
+            "NCutH",
+            "NCutProjection",
+        )
+    },
+    "ClusterTree": "lowdens_dask.tree",
+}
+
+__all__ = [*sorted(_PUBLIC), "__version__"]
+
+if TYPE_CHECKING:
+    from .estimators import (  # noqa: F401
+        IPDDP,
+        MCH,
+        MDH,
+        METHODS,
+        PDDP,
+        DePDDP,
+        MCClustering,
+        MCProjection,
+        MDHClustering,
+        MDHProjection,
+        NCutClustering,
+        NCutH,
+        NCutProjection,
+    )
+    from .tree import ClusterTree  # noqa: F401
+
+
+def __getattr__(name: str):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lowdens_dask' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

@@ -34,7 +34,6 @@ which gives the in-memory result.
 
 from __future__ import annotations
 
-import functools
 import numbers
 import os
 
@@ -46,7 +45,7 @@ from sklearn.utils import check_random_state
 from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import ChunkedNode, Summary
 from ..backend.frame import Frame
-from ..tree import ClusterTree
+from ..tree import ClusterTree, leaf_labels_from_json
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
 MAX_MICROCLUSTERS_PER_CHUNK = 64
@@ -182,13 +181,4 @@ def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:
     """Lazy leaf labels for chunked rows (-1 for NaN/inf); the tree travels to the workers as JSON."""
     if arr.shape[1] != tree.n_features:
         raise ValueError(f"X must have shape (n_samples, {tree.n_features}); got {arr.shape}.")
-    return ChunkedData(arr).label_rows(_tree_labels, tree.to_json())
-
-
-@functools.lru_cache(maxsize=16)
-def _tree_from_json(text: str) -> ClusterTree:
-    return ClusterTree.from_json(text)
-
-
-def _tree_labels(x: np.ndarray, tree_json: str) -> np.ndarray:
-    return _tree_from_json(tree_json).predict(x)
+    return ChunkedData(arr).label_rows(leaf_labels_from_json, tree.to_json())

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..backend import ChunkedData, as_dask_array
 from ..backend.frame import Frame
+from ..tree import hyperplane_side
 from ..tree.grower import grow_tree
 from ._base import TreeFitMixin
 from ._scale_out import (
@@ -103,10 +104,10 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
         self.fval_ = hp.fval
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
-        return _side(X, self.v_, self.b_)
+        return hyperplane_side(X, self.v_, self.b_)
 
     def _predict_chunked(self, arr):
-        return ChunkedData(arr).label_rows(_side, self.v_, self.b_)
+        return ChunkedData(arr).label_rows(hyperplane_side, self.v_, self.b_)
 
     def decision_function(self, X) -> np.ndarray:
         """Signed distance ``X @ v_ - b_`` to the hyperplane (lazily, for Dask or zarr input)."""
@@ -123,8 +124,3 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
             return self._predict_chunked(as_dask_array(X, storage_options=self.storage_options))
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return self._predict(X)
-
-
-def _side(x: np.ndarray, v: np.ndarray, b: float) -> np.ndarray:
-    """Side of the hyperplane: 0 for ``x @ v < b``, 1 otherwise."""
-    return (x @ v >= b).astype(np.int64)

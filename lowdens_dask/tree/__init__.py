@@ -1,6 +1,15 @@
 """The public cluster tree: nodes with split rules, and its grower."""
 
-from .cluster_tree import SCHEMA_VERSION, ClusterTree, Node
+from .cluster_tree import SCHEMA_VERSION, ClusterTree, Node, hyperplane_side, leaf_labels_from_json
 from .rules import RULES, HyperplaneRule, SplitRule
 
-__all__ = ["RULES", "SCHEMA_VERSION", "ClusterTree", "HyperplaneRule", "Node", "SplitRule"]
+__all__ = [
+    "RULES",
+    "SCHEMA_VERSION",
+    "ClusterTree",
+    "HyperplaneRule",
+    "Node",
+    "SplitRule",
+    "hyperplane_side",
+    "leaf_labels_from_json",
+]

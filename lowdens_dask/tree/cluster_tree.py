@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterator
@@ -348,3 +349,19 @@ def _jsonable(params: dict) -> dict:
             value = list(value)
         out[key] = value
     return out
+
+
+@functools.lru_cache(maxsize=16)
+def _tree_from_json(text: str) -> ClusterTree:
+    return ClusterTree.from_json(text)
+
+
+def leaf_labels_from_json(x: np.ndarray, tree_json: str) -> np.ndarray:
+    """``ClusterTree.from_json(tree_json).predict(x)``, parsing each tree once per process: the labelling
+    task of chunked data (the tree travels to the workers as JSON; the task imports only this layer)."""
+    return _tree_from_json(tree_json).predict(x)
+
+
+def hyperplane_side(x: np.ndarray, v: np.ndarray, b: float) -> np.ndarray:
+    """Side of the hyperplane, as int64 labels: 0 for ``x @ v < b``, 1 otherwise (a chunk task)."""
+    return HyperplaneRule(v, b).side(x).astype(np.int64)
