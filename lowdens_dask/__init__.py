@@ -12,7 +12,6 @@ the layers that task needs, not scikit-learn and the estimators (about 90 MB les
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -40,25 +39,6 @@ _PUBLIC = {
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]
-
-if TYPE_CHECKING:
-    from .estimators import (  # noqa: F401
-        IPDDP,
-        MCH,
-        MDH,
-        METHODS,
-        PDDP,
-        DePDDP,
-        MCClustering,
-        MCProjection,
-        MDHClustering,
-        MDHProjection,
-        NCutClustering,
-        NCutH,
-        NCutProjection,
-    )
-    from .tree import ClusterTree  # noqa: F401
-
 
 def __getattr__(name: str):
     module = _PUBLIC.get(name)

@@ -235,3 +235,27 @@ def test_microclusters_are_a_consistent_partition(dtype):
     assert second == pytest.approx((x64**2).sum(), rel=1e-9)
     total_scatter = ((x64 - x64.mean(axis=0)) ** 2).sum()
     assert (counts * spread).sum() < 0.2 * total_scatter
+
+
+def test_microcluster_assignment_is_blocked_and_exact():
+    """The nearest centre of every row, by blocks of ASSIGN_BLOCK rows, equals the direct argmin of the
+    distances; a chunk task's working memory stays within a small multiple of the chunk (issue 9, memory:
+    the n x k score matrix is never formed)."""
+    import tracemalloc
+
+    from lowdens_dask.kernels import summaries
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(int(2.5 * summaries.ASSIGN_BLOCK), 5))
+    centres = rng.normal(size=(64, 5))
+    direct = np.argmin(((x[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
+    buf = np.empty((summaries.ASSIGN_BLOCK, 64))
+    np.testing.assert_array_equal(summaries._assign(x, centres, buf), direct)
+
+    chunk = rng.normal(size=(200_000, 16)).astype(np.float32)
+    summaries.microclusters(chunk[:1000], 64, 0)  # compile first
+    tracemalloc.start()
+    summaries.microclusters(chunk, 64, 0)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 1.5 * chunk.nbytes, peak  # the n x k float32 scores alone would be 4 x chunk.nbytes

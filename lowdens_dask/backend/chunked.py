@@ -175,7 +175,8 @@ class Summary(NamedTuple):
 
 def _chunk_microclusters(x: np.ndarray, rows_per_microcluster: float, max_per_chunk: int, seed: int):
     finite = np.isfinite(x).all(axis=1)
-    x = x[finite]
+    if not finite.all():
+        x = x[finite]
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread = microclusters(x, k, seed)
     return counts, means, spread, finite.size, int(finite.size - finite.sum())

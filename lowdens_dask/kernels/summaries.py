@@ -31,13 +31,25 @@ def group_sums(x, labels, k):
     return counts, sums, sq
 
 
+#: Rows whose distances to the centres are computed at once: bounds a chunk task's working memory
+#: (ASSIGN_BLOCK x k scores) whatever the chunk size.
+ASSIGN_BLOCK = 8192
+
+
 def _assign(x: np.ndarray, centres: np.ndarray, buf: np.ndarray) -> np.ndarray:
-    """Index of the nearest centre for each row: argmin of |c|^2 - 2 x.c (|x|^2 does not matter)."""
+    """Index of the nearest centre for each row: argmin of |c|^2 - 2 x.c (|x|^2 does not matter), by
+    blocks of ``ASSIGN_BLOCK`` rows into ``buf``."""
     c = centres.astype(x.dtype)
-    np.matmul(x, -2.0 * c.T, out=buf[:, : c.shape[0]])
-    scores = buf[:, : c.shape[0]]
-    scores += (c * c).sum(axis=1)
-    return np.argmin(scores, axis=1)
+    minus_2ct = -2.0 * c.T
+    norms = (c * c).sum(axis=1)
+    labels = np.empty(x.shape[0], dtype=np.int64)
+    for start in range(0, x.shape[0], ASSIGN_BLOCK):
+        block = x[start : start + ASSIGN_BLOCK]
+        scores = buf[: block.shape[0], : c.shape[0]]
+        np.matmul(block, minus_2ct, out=scores)
+        scores += norms
+        np.argmin(scores, axis=1, out=labels[start : start + block.shape[0]])
+    return labels
 
 
 def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -56,7 +68,7 @@ def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
     x = np.ascontiguousarray(x)
     rng = np.random.default_rng(seed)
     centres = x[np.sort(rng.choice(n, size=k, replace=False))].astype(np.float64)
-    buf = np.empty((n, k), dtype=x.dtype)
+    buf = np.empty((min(n, ASSIGN_BLOCK), k), dtype=x.dtype)
     for _ in range(LLOYD_ITERATIONS):
         counts, sums, _ = group_sums(x, _assign(x, centres, buf), centres.shape[0])
         keep = counts > 0
