@@ -140,8 +140,9 @@ def memory(args) -> None:
     from sklearn.metrics import adjusted_rand_score
 
     from lowdens_dask import MDHClustering
+    from lowdens_dask.testing import peak_rss_bytes
 
-    print("| store | chunk | workers' memory_limit | fit + labels (s) | peak RSS per worker (MB) | paused | "
+    print("| store | chunk | workers' memory_limit | fit + labels (s) | peak RSS per worker (MiB) | paused | "
           "spilled | ARI |")
     print("|---|---|---|---|---|---|---|---|")
     tmp = Path(tempfile.mkdtemp())
@@ -155,7 +156,7 @@ def memory(args) -> None:
                     model = MDHClustering(n_clusters=K, random_state=0, labels_store=str(tmp / "labels.zarr"))
                     model.fit(str(tmp / "X.zarr"))
                     elapsed = time.perf_counter() - start
-                    peaks = client.run(_peak_rss_mb)
+                    peaks = {w: b / 2**20 for w, b in client.run(peak_rss_bytes).items()}
                     logs = client.get_worker_logs()
                     paused = sum("Pausing worker" in msg for log in logs.values() for _, msg in log)
                     spilled = sum(client.run(_spilled_bytes).values())
@@ -173,12 +174,6 @@ def memory(args) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     del dask
-
-
-def _peak_rss_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _spilled_bytes(dask_worker) -> int:

@@ -42,6 +42,7 @@ settings.register_profile(
     "long",
     max_examples=int(os.environ.get("LOWDENS_FUZZ_EXAMPLES", 300)),
     deadline=None,
+    print_blob=True,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -156,3 +156,48 @@ def test_variance_ratio_of_two_rows_with_a_dominant_weight():
         warnings.simplefilter("error", RuntimeWarning)
         model = MCH(random_state=0).fit(X, sample_weight=np.array([1.0, 2.2929160475296064e16]))
     assert sorted(model.labels_) == [0, 1]
+
+
+def test_a_split_between_rows_closer_than_rounding_is_not_made():
+    """Found by the property tests: two distinct rows that project within 4e-16 of each other in the
+    z-scored frame were put on two sides; routed in the original coordinates both went to one leaf, so a
+    leaf held no rows. Such a split is not made (the tree grows another one)."""
+    rows = np.array(
+        [
+            [
+                2.25870617e00,
+                7.00763554e02,
+                -1.47109356e00,
+                4.29462911e00,
+                -5.07425501e-01,
+                -5.47578639e00,
+                3.36250438e00,
+                2.56331108e00,
+            ],
+            [
+                3.60346238e00,
+                6.96186069e02,
+                3.86797908e00,
+                -3.12626870e00,
+                -1.42256274e00,
+                3.46238655e00,
+                3.10415723e00,
+                -2.40022855e00,
+            ],
+            [
+                3.75370431e00,
+                7.00030187e02,
+                4.33109507e-01,
+                3.40556540e00,
+                1.18759746e00,
+                -1.54213288e00,
+                2.36850842e00,
+                1.00105863e00,
+            ],
+        ]
+    )
+    X = rows[[2, 1, 2, 0, 2, 2, 0, 2, 0, 1, 1, 0, 1, 1, 0, 0, 0, 0, 2, 2, 2, 1, 1, 0, 0, 2, 2, 2, 1, 1, 1, 1, 2, 0, 2]]
+    w = np.ones(len(X))
+    w[[8, 10, 29]] = np.float64(4410400790000000.0)
+    model = MDHClustering(n_clusters=3, random_state=0, standardize=True).fit(X, sample_weight=w)
+    assert model.n_clusters_ == len(np.unique(model.labels_)) == 3

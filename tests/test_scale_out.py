@@ -195,6 +195,8 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     deadlocked by pausing, and the client stays small. benchmarks/reliability.py memory has the table."""
     import psutil
 
+    from lowdens_dask.testing import peak_rss_bytes
+
     k, d, chunk, n = 8, 16, 125_000, 20_000_000
     rng = np.random.default_rng(0)
     centres = rng.normal(scale=6.0, size=(k, d))
@@ -226,7 +228,7 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
         workers = set(client.scheduler_info()["workers"])
         model = MDHClustering(n_clusters=k, random_state=0, labels_store=str(tmp_path / "labels.zarr"))
         model.fit(str(tmp_path / "big.zarr"))
-        worker_peaks = client.run(_peak_rss_bytes)
+        worker_peaks = client.run(peak_rss_bytes)  # a library function: workers need not import this module
     done.set()
     sampler.join()
     assert set(worker_peaks) == workers  # no worker was killed and replaced
@@ -234,12 +236,6 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     assert peak[0] - client_before < 0.5e9  # the client never held the array either
     labels = zarr.open_array(str(tmp_path / "labels.zarr"), mode="r")[:]
     assert adjusted_rand_score(y, labels) > 0.99
-
-
-def _peak_rss_bytes() -> int:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store):

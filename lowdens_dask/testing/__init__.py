@@ -1,7 +1,8 @@
-"""Test utilities: fault injection for Dask clusters (used by the test suite and the reliability benchmark)."""
+"""Test utilities: fault injection for Dask clusters and peak memory (used by the tests and benchmarks)."""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
 from .faults import KillWorkerAt, kill_worker_at
+from .memory import peak_rss_bytes
 
-__all__ = ["KillWorkerAt", "kill_worker_at"]
+__all__ = ["KillWorkerAt", "kill_worker_at", "peak_rss_bytes"]

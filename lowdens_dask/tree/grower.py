@@ -124,8 +124,13 @@ def grow_tree(
 
 def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size):
     """Make the split of ``leaf`` (polished first with ``refine``); returns the node, or None when the rows
-    themselves do not leave ``min_size`` on each side (then the leaf is not split)."""
-    hp = _clear_of_rows(leaves[leaf], found[leaf])
+    themselves do not leave ``min_size`` on each side, or lie on both sides of it by less than rounding
+    error (then the leaf is not split)."""
+    hp = _clear_of_rows(leaves[leaf], found[leaf], frame)
+    if hp is None and forced:  # try the mean along v (PDDP's split)
+        hp = _clear_of_rows(leaves[leaf], found[leaf]._replace(b=float(leaves[leaf].mean() @ found[leaf].v)), frame)
+    if hp is None:
+        return None
     original = _to_original(hp, frame)
     rows = row_leaves.get(leaf)
     if rows is not None:  # refine: polish the split on the node's rows, then split both
@@ -144,7 +149,9 @@ def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, re
     if min(sizes) < least and not forced:  # rounding of x @ v (features of very different scales) emptied a side
         return None
     if min(sizes) < least:  # a forced split: fall back to the mean along v (PDDP's split)
-        hp = _clear_of_rows(leaves[leaf], hp._replace(b=float(leaves[leaf].mean() @ hp.v)))
+        hp = _clear_of_rows(leaves[leaf], hp._replace(b=float(leaves[leaf].mean() @ hp.v)), frame)
+        if hp is None:
+            return None
         original = _to_original(hp, frame)
         parts, row_parts, sizes = cut()
         if min(sizes) < least:
@@ -158,17 +165,18 @@ def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, re
     return node
 
 
-#: A row closer to the hyperplane than this, relative to the projections' magnitude, is within rounding.
+#: Rounding error allowed for, relative to the magnitude of the terms of x @ v in either coordinate frame.
 ROUNDING_MARGIN = 1e-9
 
 
-def _clear_of_rows(data, hp: Hyperplane) -> Hyperplane:
-    """``hp`` with b moved to the middle of the gap between the rows' projections around it, when a row
-    lies within rounding error of b (in memory only).
+def _clear_of_rows(data, hp: Hyperplane, frame: Frame) -> Hyperplane | None:
+    """``hp`` made safe to route by, in memory: b moved to the middle of the gap between the rows'
+    projections around it when a row lies within rounding error of b; None when the gap itself is within
+    rounding error (the two sides cannot be told apart reliably).
 
     The tree routes rows in the original coordinates, where ``x @ v`` rounds differently from the frame the
-    split was found in; a row at b (PDDP's mean when one row's weight dominates) could change sides and
-    leave a leaf without rows. Moving b within the gap keeps every row on its side in the frame.
+    split was found in (the frame's offsets ``mean / scale`` add to the terms); a row at b (PDDP's mean
+    when one row's weight dominates) could change sides and leave a leaf without rows.
     """
     if data.chunked:
         return hp
@@ -177,11 +185,13 @@ def _clear_of_rows(data, hp: Hyperplane) -> Hyperplane:
     if below.all() or not below.any():
         return hp
     lo, hi = p[below].max(), p[~below].min()
-    margin = ROUNDING_MARGIN * max(np.abs(p).max(), abs(hp.b))
+    offset = 0.0 if frame.mean is None else float(np.abs(hp.v) @ np.abs(frame.mean / frame.scale))
+    margin = ROUNDING_MARGIN * (np.abs(p).max() + abs(hp.b) + offset)
+    if hi - lo <= 2.0 * margin:
+        return None
     if min(hp.b - lo, hi - hp.b) >= margin:
         return hp
-    b = 0.5 * (lo + hi)
-    return hp._replace(b=float(b if lo < b else hi))
+    return hp._replace(b=float(0.5 * (lo + hi)))
 
 
 def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
