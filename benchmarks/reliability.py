@@ -142,8 +142,10 @@ def memory(args) -> None:
     from lowdens_dask import MDHClustering
     from lowdens_dask.testing import peak_rss_bytes
 
-    print("| store | chunk | workers' memory_limit | fit + labels (s) | peak RSS per worker (MiB) | paused | "
-          "spilled | ARI |")
+    print(
+        "| store | chunk | workers' memory_limit | fit + labels (s) | peak RSS per worker (MiB) | paused | "
+        "spilled | ARI |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     tmp = Path(tempfile.mkdtemp())
     try:

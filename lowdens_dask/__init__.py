@@ -40,6 +40,7 @@ _PUBLIC = {
 
 __all__ = [*sorted(_PUBLIC), "__version__"]
 
+
 def __getattr__(name: str):
     module = _PUBLIC.get(name)
     if module is None:

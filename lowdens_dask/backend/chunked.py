@@ -110,8 +110,8 @@ def _check_chunks_present(arr: zarr.Array) -> None:
         more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
         raise ValueError(
             f"The zarr array {_store_name(arr)} has {len(missing)} of {len(grid[0])} row chunks missing: {spans}"
-            f"{more}. zarr would read them as the fill value ({np.asarray(arr.fill_value).item()!r}). If the store is sparse on "
-            "purpose, pass lowdens_dask.backend.as_dask_array(X, missing_chunks='fill') as X."
+            f"{more}. zarr would read them as the fill value ({np.asarray(arr.fill_value).item()!r}). If the "
+            "store is sparse on purpose, pass lowdens_dask.backend.as_dask_array(X, missing_chunks='fill') as X."
         )
 
 
