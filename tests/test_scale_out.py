@@ -306,3 +306,25 @@ def test_standardize_and_baselines_in_summary_mode():
         for est in (PDDP(n_clusters=4, random_state=0), DePDDP(n_clusters=4, random_state=0)):
             lab = est.fit(dX).labels_.compute()
             assert est.n_microclusters_ <= 12_000 / 20 and len(np.unique(lab)) == est.n_clusters_
+
+
+def test_chunks_are_labelled_by_blocks_of_rows():
+    """A chunk larger than LABEL_BLOCK rows is labelled block by block (bounded working memory), with the
+    same labels as the tree on the whole chunk, and -1 for rows with NaN/inf in any block."""
+    from lowdens_dask.backend.chunked import LABEL_BLOCK, ChunkedData
+
+    X, _ = mixture(n=2 * LABEL_BLOCK + 123)
+    X[[7, LABEL_BLOCK + 5, 2 * LABEL_BLOCK + 100], [0, 1, 2]] = [np.nan, np.inf, -np.inf]
+    finite = np.isfinite(X).all(axis=1)
+    tree = MDHClustering(n_clusters=4, random_state=0).fit(X[finite][:5000]).tree_
+    calls = []
+
+    def labeler(rows):
+        calls.append(len(rows))
+        return tree.predict(rows)
+
+    with dask.config.set(scheduler="sync"):
+        labels = ChunkedData(da.from_array(X, chunks=(len(X), 6))).label_rows(labeler).compute()
+    assert max(calls) <= LABEL_BLOCK and len(calls) == 3
+    np.testing.assert_array_equal(labels[~finite], -1)
+    np.testing.assert_array_equal(labels[finite], tree.predict(X[finite]))

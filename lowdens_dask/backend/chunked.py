@@ -222,11 +222,21 @@ class ChunkedData:
         return self.X.map_blocks(_label_chunk, labeler, *args, drop_axis=1, dtype=np.int64, name=name)
 
 
+#: Rows labelled at once: the labeller's working copies (float64 rows, node subsets) stay this small
+#: whatever the chunk size.
+LABEL_BLOCK = 65_536
+
+
 def _label_chunk(x: np.ndarray, labeler: Callable, *args) -> np.ndarray:
     out = np.full(x.shape[0], -1, dtype=np.int64)
-    finite = np.isfinite(x).all(axis=1)
-    if finite.any():
-        out[finite] = labeler(x[finite], *args)
+    for start in range(0, x.shape[0], LABEL_BLOCK):
+        block = x[start : start + LABEL_BLOCK]
+        labels = out[start : start + block.shape[0]]
+        finite = np.isfinite(block).all(axis=1)
+        if finite.all():
+            labels[:] = labeler(block, *args)
+        elif finite.any():
+            labels[finite] = labeler(block[finite], *args)
     return out
 
 
