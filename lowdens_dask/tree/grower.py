@@ -77,6 +77,7 @@ def grow_tree(
     target = math.inf if n_clusters is None else n_clusters
     token = tokenize(root.token, method, params, min_size)[:8] if parallel else None
     n_leaves, n_forced = 1, 0
+    stuck: set[int] = set()  # leaves whose best split cannot be made on their rows
 
     def compute(leaf: int) -> None:
         if leaf not in found:
@@ -93,14 +94,14 @@ def grow_tree(
         if not lazy:
             for leaf in leaves:
                 compute(leaf)
-        candidates = [leaf for leaf in leaves if leaf not in found or valid(leaf)]
+        candidates = [leaf for leaf in leaves if leaf not in stuck and (leaf not in found or valid(leaf))]
         forced = not candidates
         if forced:
             if not force:
                 break
             for leaf in leaves:
                 compute(leaf)
-            candidates = [leaf for leaf in leaves if found[leaf] is not None]
+            candidates = [leaf for leaf in leaves if leaf not in stuck and found[leaf] is not None]
             if not candidates:
                 break
         leaf = max(candidates, key=score)
@@ -108,8 +109,9 @@ def grow_tree(
         if not (valid(leaf) or forced):
             continue
         node = _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size)
-        if node is None:  # the split would leave a side below min_size: this leaf cannot be split
-            found[leaf] = None
+        if node is None:  # a side below min_size, or within rounding of the other: not split, not valid
+            stuck.add(leaf)
+            found[leaf] = found[leaf]._replace(valid=False)
             continue
         n_leaves += 1
         n_forced += forced
@@ -165,8 +167,9 @@ def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, re
     return node
 
 
-#: Rounding error allowed for, relative to the magnitude of the terms of x @ v in either coordinate frame.
-ROUNDING_MARGIN = 1e-9
+#: Rounding error allowed for in x @ v, in units of eps * (d + 1) * sum_j |x_j v_j| (a dot product's bound
+#: is d eps sum_j |x_j v_j|), so that routing in either coordinate frame agrees.
+ROUNDING_ULPS = 64.0
 
 
 def _clear_of_rows(data, hp: Hyperplane, frame: Frame) -> Hyperplane | None:
@@ -185,8 +188,9 @@ def _clear_of_rows(data, hp: Hyperplane, frame: Frame) -> Hyperplane | None:
     if below.all() or not below.any():
         return hp
     lo, hi = p[below].max(), p[~below].min()
+    terms = float(np.abs(data.X).max(axis=0) @ np.abs(hp.v))  # a bound on sum_j |x_j v_j| over the rows
     offset = 0.0 if frame.mean is None else float(np.abs(hp.v) @ np.abs(frame.mean / frame.scale))
-    margin = ROUNDING_MARGIN * (np.abs(p).max() + abs(hp.b) + offset)
+    margin = ROUNDING_ULPS * np.finfo(float).eps * (len(hp.v) + 1) * (terms + offset + abs(hp.b))
     if hi - lo <= 2.0 * margin:
         return None
     if min(hp.b - lo, hi - hp.b) >= margin:
