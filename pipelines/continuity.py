@@ -35,7 +35,7 @@ def match_cluster_ids(table: np.ndarray) -> dict[int, int]:
     """
     n_prev, n_cur = table.shape
     rows, cols = linear_sum_assignment(table, maximize=True)
-    mapping = {int(c): int(r) for r, c in zip(rows, cols) if table[r, c] > 0}
+    mapping = {int(c): int(r) for r, c in zip(rows, cols, strict=True) if table[r, c] > 0}
     fresh = n_prev
     for c in range(n_cur):
         if c not in mapping:

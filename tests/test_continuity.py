@@ -3,7 +3,13 @@
 import dask.array as da
 import numpy as np
 import pytest
-from lowdens_pipelines.continuity import contingency, match_cluster_ids, relabel, stability
+from lowdens_pipelines.continuity import (
+    adjusted_rand_index,
+    contingency,
+    match_cluster_ids,
+    relabel,
+    stability,
+)
 
 from lowdens_dask import MDHClustering
 
@@ -61,8 +67,6 @@ def test_relabel_keeps_minus_one():
 
 def test_adjusted_rand_index_from_the_table_equals_scikit_learns():
     from sklearn.metrics import adjusted_rand_score
-
-    from lowdens_pipelines.continuity import adjusted_rand_index
 
     rng = np.random.default_rng(4)
     for _ in range(20):
