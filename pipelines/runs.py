@@ -174,3 +174,11 @@ class RunsStore:
             if _RUN_ID.match(run_id) and self._committed(run_id) is not None:
                 runs.append(self.get(run_id))
         return sorted(runs, key=lambda run: run.committed_at, reverse=True)
+
+    def latest_on(self, input_path: str) -> Run | None:
+        """The newest committed run whose recorded input (``attrs["input"]["path"]``) is ``input_path``: the
+        run a new one on that input is compared with (continuity)."""
+        for run in self.runs():
+            if run.attrs.get("input", {}).get("path") == str(input_path):
+                return run
+        return None

@@ -100,3 +100,15 @@ def test_a_store_behind_an_fsspec_url(fitted):
     assert run.url.startswith("memory://")
     np.testing.assert_array_equal(store.get("m1").labels.compute(), model.labels_)
     assert [r.run_id for r in store.runs()] == ["m1"]
+
+
+def test_the_latest_run_on_an_input(fitted, tmp_path):
+    _, model = fitted
+    store = RunsStore(str(tmp_path / "runs"))
+    assert store.latest_on("a.zarr") is None
+    for run_id, path in (("r1", "a.zarr"), ("r2", "b.zarr"), ("r3", "a.zarr"), ("r4", "b.zarr")):
+        with store.attempt(run_id) as attempt:
+            attempt.set_attrs(input={"path": path})
+            attempt.commit()
+    assert store.latest_on("a.zarr").run_id == "r3" and store.latest_on("b.zarr").run_id == "r4"
+    assert store.latest_on("c.zarr") is None
