@@ -1,0 +1,88 @@
+"""The recluster flow (issue 10, part): Prefect without a server (its ephemeral mode), a real Dask cluster
+(DaskTaskRunner), a real zarr store and runs store."""
+
+import os
+
+import numpy as np
+import pytest
+import zarr
+
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+@pytest.fixture(scope="module")
+def prefect_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect-home")
+    old = os.environ.get("PREFECT_HOME")
+    os.environ["PREFECT_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("PREFECT_HOME", None)
+    else:
+        os.environ["PREFECT_HOME"] = old
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, size=30_000)
+    X = (rng.normal(size=(30_000, 5)) + 7 * np.eye(5)[y]).astype("f4")
+    path = str(tmp_path_factory.mktemp("input") / "X.zarr")
+    zarr.create_array(path, data=X, chunks=(5_000, 5))
+    return path, X, y
+
+
+def flow_on_local_cluster():
+    from lowdens_pipelines.flows import recluster
+    from prefect_dask import DaskTaskRunner
+
+    runner = DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1, "dashboard_address": None})
+    return recluster.with_options(task_runner=runner)
+
+
+def test_recluster_persists_a_complete_run(prefect_home, data, tmp_path):
+    from lowdens_pipelines import RunsStore
+
+    from lowdens_dask import MDHClustering
+
+    path, X, y = data
+    store = str(tmp_path / "runs")
+    flow = flow_on_local_cluster()
+    assert flow(path, n_clusters=3, store=store, run_id="night-1", true_labels=y.tolist()) == "night-1"
+    run = RunsStore(store).get("night-1")
+    labels = run.labels.compute()
+    assert labels.shape == (len(X),) and run.labels.chunks[0][0] == 5_000
+    np.testing.assert_array_equal(run.tree.predict(X), labels)
+    assert run.attrs["metrics"]["adjusted_rand"] > 0.99 and run.attrs["metrics"]["n_leaves"] == 3
+    assert set(run.attrs["metrics"]["seconds"]) == {"load_and_validate", "fit", "write_labels", "metrics"}
+    assert run.attrs["input"]["shape"] == [30_000, 5] and run.attrs["params"]["method"] == "mdh"
+    assert run.attrs["versions"]["lowdens-dask"]
+    # the same fit through the estimator directly gives the same tree
+    model = MDHClustering(n_clusters=3, random_state=0).fit(path)
+    np.testing.assert_array_equal(model.tree_.predict(X), labels)
+    # re-running the run id replaces it: one run, complete
+    flow(path, n_clusters=3, store=store, run_id="night-1")
+    assert [r.run_id for r in RunsStore(store).runs()] == ["night-1"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"method": "kmeans"}, "Unknown method 'kmeans'"),
+        ({"params": {"alpha": 3}}, "Unknown parameters \\['alpha'\\]"),
+        ({"input_path": "missing.zarr"}, "missing.zarr"),
+    ],
+)
+def test_bad_input_fails_and_leaves_no_run(prefect_home, data, tmp_path, kwargs, message):
+    from lowdens_pipelines import RunsStore
+
+    path, _, _ = data
+    store = str(tmp_path / "runs")
+    arguments = {"input_path": path, "n_clusters": 3, "store": store, "run_id": "bad", **kwargs}
+    if arguments["input_path"] == "missing.zarr":
+        arguments["input_path"] = str(tmp_path / "missing.zarr")
+    with pytest.raises(Exception, match=message):
+        flow_on_local_cluster()(**arguments)
+    assert RunsStore(store).runs() == []
