@@ -86,3 +86,15 @@ def test_bad_input_fails_and_leaves_no_run(prefect_home, data, tmp_path, kwargs,
     with pytest.raises(Exception, match=message):
         flow_on_local_cluster()(**arguments)
     assert RunsStore(store).runs() == []
+
+
+def test_lowdens_fit_runs_the_flow(prefect_home, data, tmp_path, capsys):
+    from lowdens_pipelines import RunsStore
+    from lowdens_pipelines.cli import main
+
+    path, X, _ = data
+    store = str(tmp_path / "runs")
+    assert main(["fit", path, "--n-clusters", "3", "--store", store, "--run-id", "cli-1"]) == 0
+    assert capsys.readouterr().out.startswith("cli-1\t3 clusters\t")
+    run = RunsStore(store).get("cli-1")
+    np.testing.assert_array_equal(run.tree.predict(X), run.labels.compute())
