@@ -15,9 +15,7 @@ import argparse
 import json
 import sys
 
-from .runs import RunsStore
-
-DEFAULT_STORE = "./lowdens-runs"
+from .runs import DEFAULT_STORE, RunsStore
 
 
 def _parser() -> argparse.ArgumentParser:

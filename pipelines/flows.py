@@ -26,9 +26,7 @@ from lowdens_dask.tree import leaf_labels_from_json
 
 from .identity import input_identity
 from .metrics import label_metrics, tree_metrics
-from .runs import RunsStore
-
-DEFAULT_STORE = "./lowdens-runs"
+from .runs import DEFAULT_STORE, RunsStore
 
 
 @contextmanager
@@ -143,4 +141,4 @@ def recluster(
         return attempt.commit().run_id
 
 
-__all__ = ["DEFAULT_STORE", "make_estimator", "recluster"]
+__all__ = ["make_estimator", "recluster"]

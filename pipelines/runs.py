@@ -34,6 +34,8 @@ import zarr
 
 from lowdens_dask import ClusterTree
 
+#: The runs store of the flow and the ``lowdens`` command when none is given.
+DEFAULT_STORE = "./lowdens-runs"
 MARKER = "COMMITTED"
 TREE_FILE = "tree.json"
 LABELS = "labels"
