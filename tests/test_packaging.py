@@ -12,3 +12,16 @@ def test_every_package_is_listed():
     assert set(config["packages"]) == found | {"lowdens_pipelines"}
     assert config["package-dir"] == {"lowdens_pipelines": "pipelines"}
     assert (ROOT / "pipelines" / "__init__.py").exists()
+
+
+def test_chunk_tasks_do_not_import_scikit_learn():
+    """Dask workers import only the layers their tasks need (issue 9, memory: about 90 MB per worker)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, lowdens_dask.backend.chunked, lowdens_dask.tree, lowdens_dask.kernels.summaries;"
+        "print('sklearn' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
