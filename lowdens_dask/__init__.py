@@ -1,7 +1,7 @@
 """lowdens-dask: low-density-separation clustering with hyperplanes, in memory and at scale.
 
 Layers, each using only the one below: backend (data) -> kernels -> indices -> pursuit -> tree ->
-estimators.
+estimators; ``lowdens_dask.plots`` (matplotlib) draws fitted trees.
 
 The public names are imported on first use (PEP 562): a Dask worker that runs a chunk task imports only
 the layers that task needs, not scikit-learn and the estimators (about 90 MB less per worker process).
@@ -36,6 +36,8 @@ _PUBLIC = {
         )
     },
     "ClusterTree": "lowdens_dask.tree",
+    # plots import matplotlib: only on first use of one of these names
+    **{name: "lowdens_dask.plots" for name in ("plot_dendrogram", "plot_node", "plot_tree", "save_plots")},
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]

@@ -13,13 +13,18 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 
-def contingency(previous, current) -> np.ndarray:
-    """Counts of rows per (previous id, current id), over the rows both label (neither is -1)."""
+def contingency(previous, current, shape: tuple[int, int] | None = None) -> np.ndarray:
+    """Counts of rows per (previous id, current id), over the rows both label (neither is -1).
+
+    ``shape`` (one more than the largest id of each labeling), when known, saves the pass that finds it.
+    """
     previous, current = da.asarray(previous), da.asarray(current)
     if previous.shape != current.shape:
         raise ValueError(f"The labelings differ in length: {previous.shape[0]} and {current.shape[0]} rows.")
-    n_prev, n_cur = (int(x) for x in da.compute(previous.max(), current.max()))
-    n_prev, n_cur = max(n_prev, -1) + 1, max(n_cur, -1) + 1
+    if shape is None:
+        n_prev, n_cur = (int(x) for x in da.compute(previous.max(), current.max()))
+        shape = (max(n_prev, -1) + 1, max(n_cur, -1) + 1)
+    n_prev, n_cur = shape
     both = (previous >= 0) & (current >= 0)
     codes = da.where(both, previous * n_cur + current, n_prev * n_cur)
     counts = da.bincount(codes.astype(np.int64), minlength=n_prev * n_cur + 1).compute()
@@ -70,7 +75,7 @@ def stability(table: np.ndarray, mapping: dict[int, int]) -> dict[str, float]:
         "same_id_fraction": same / n if n else float("nan"),
         "kept": kept,
         "new": len(mapping) - kept,
-        "gone": int(table.shape[0] - kept),
+        "gone": int((table.sum(axis=1) > 0).sum() - kept),
     }
 
 

@@ -1,10 +1,14 @@
-"""The ``recluster`` Prefect flow: fit a clustering of a zarr array on the flow's Dask cluster and persist the
-run (labels, tree, parameters, input identity, metrics) in a runs store.
+"""The ``recluster`` Prefect flow: fit a clustering of an array on a Dask cluster and persist the run (labels
+with stable cluster ids, tree, parameters, versions, input identity, metrics, continuity) in a runs store.
 
-Steps, each a Prefect task: load and validate; fit; route the rows and write the labels; metrics; persist
-(commit). The Dask work of a step runs on the flow's cluster through ``prefect_dask.get_dask_client``; the
-estimator keeps its own fine-grained parallelism (nodes, restarts) as Dask tasks, so Prefect tasks are never
-nested. The estimator is chosen by name from the library's registry (``lowdens_dask.METHODS``).
+``recluster`` checks the parameters and runs *load and validate* in the flow's own process, so bad input fails
+before any Dask cluster starts. It then runs the subflow ``recluster-on-dask`` on the configured cluster
+(prefect-dask's ``DaskTaskRunner``: a temporary ``LocalCluster``, an existing scheduler, or a class such as
+``dask_kubernetes.operator.KubeCluster``), whose tasks are: fit; continuity (match the new clusters to the
+previous run's); route the rows and write the labels; metrics. Last, *persist* commits the run. Each Dask
+task reaches the cluster through ``prefect_dask.get_dask_client``; the estimator keeps its own fine-grained
+parallelism (nodes, restarts) as Dask tasks, so Prefect tasks are never nested. The estimator is chosen by
+name from the library's registry (``lowdens_dask.METHODS``).
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -15,18 +19,33 @@ import time
 from contextlib import contextmanager
 from importlib.metadata import version
 
-from distributed import rejoin, secede
-from prefect import flow, task
+import dask.array as da
+import numpy as np
+from distributed import get_task_stream, rejoin, secede
+from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect_dask import DaskTaskRunner, get_dask_client
 
 from lowdens_dask import METHODS, ClusterTree
-from lowdens_dask.backend import ChunkedData, as_dask_array
+from lowdens_dask.backend import ChunkedData
 from lowdens_dask.tree import leaf_labels_from_json
 
+from .continuity import contingency, match_cluster_ids, stability
 from .identity import input_identity
+from .inputs import load_labels, open_input
 from .metrics import label_metrics, tree_metrics
-from .runs import DEFAULT_STORE, RunsStore
+from .runs import DEFAULT_STORE, Attempt, RunsStore
+
+#: Versions recorded with each run.
+VERSIONED = ("lowdens-dask", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed", "zarr", "prefect")
+#: Keys of the flow's ``cluster`` parameter (those of prefect-dask's ``DaskTaskRunner``).
+CLUSTER_KEYS = ("address", "cluster_class", "cluster_kwargs", "adapt_kwargs", "client_kwargs")
+
+
+def _is_transient(task, task_run, state) -> bool:
+    """Retry a task unless it failed on bad input (which fails the same way every time)."""
+    error = state.result(raise_on_failure=False)
+    return not isinstance(error, (ValueError, TypeError, KeyError, FileNotFoundError))
 
 
 @contextmanager
@@ -40,6 +59,19 @@ def cluster_client():
             yield client
     finally:
         rejoin()
+
+
+@contextmanager
+def counting_passes(client, X: da.Array):
+    """Count the passes over ``X`` made in the block: the tasks that read one of X's chunks (fused ones
+    included, whose keys start with X's layer name), divided by the number of chunks. Yields a dict whose
+    ``"passes"`` is set at the end of the block."""
+    prefix = X.name.rsplit("-", 1)[0]
+    out = {"passes": 0.0}
+    with get_task_stream(client) as stream:
+        yield out
+    reads = sum(1 for t in stream.data if isinstance(t["key"], tuple) and str(t["key"][0]).startswith(prefix))
+    out["passes"] = reads / X.numblocks[0]
 
 
 def make_estimator(method: str, n_clusters: int | None, params: dict | None, random_state: int):
@@ -57,49 +89,157 @@ def make_estimator(method: str, n_clusters: int | None, params: dict | None, ran
     return estimator.set_params(**settings)
 
 
-@task(cache_policy=NO_CACHE)
-def load_and_validate(input_path: str, storage_options: dict | None) -> dict:
-    """The input's identity; a missing store or array, a wrong dtype or shape, or too few rows fail here."""
+def dask_task_runner(cluster: dict | None = None) -> DaskTaskRunner:
+    """prefect-dask's ``DaskTaskRunner`` from the flow's ``cluster`` parameter: None for a temporary
+    ``LocalCluster``; ``{"address": "tcp://..."}`` for an existing scheduler; ``{"cluster_class":
+    "dask_kubernetes.operator.KubeCluster", "cluster_kwargs": {...}, "adapt_kwargs": {...}}`` for another
+    kind of cluster (``cluster_kwargs`` alone configure the ``LocalCluster``)."""
+    cluster = dict(cluster or {})
+    unknown = sorted(set(cluster) - set(CLUSTER_KEYS))
+    if unknown:
+        raise ValueError(f"Unknown cluster settings {unknown}; use {list(CLUSTER_KEYS)}.")
+    if "address" in cluster and set(cluster) & {"cluster_class", "cluster_kwargs", "adapt_kwargs"}:
+        raise ValueError("A cluster 'address' cannot be combined with cluster_class, cluster_kwargs or adapt_kwargs.")
+    return DaskTaskRunner(**cluster)
+
+
+def stable_labels(x: np.ndarray, tree_json: str, stable_ids: tuple[int, ...]) -> np.ndarray:
+    """The stable cluster id of each row: its leaf label in the tree, through ``stable_ids`` (a chunk task)."""
+    return np.asarray(stable_ids, dtype=np.int64)[leaf_labels_from_json(x, tree_json)]
+
+
+def _route(X: da.Array, tree_json: str, stable_ids) -> da.Array:
+    return ChunkedData(X).label_rows(stable_labels, tree_json, tuple(int(i) for i in stable_ids))
+
+
+# ---------------------------------------------------------------------------------------------------- tasks
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
+def load_and_validate(input_path: str, storage_options: dict | None, true_labels) -> tuple[dict, np.ndarray | None]:
+    """The input's identity and the true labels, if any: a missing store or array, a wrong dtype or shape,
+    an empty array, or labels of the wrong length fail here, before any cluster starts."""
     identity = input_identity(input_path, storage_options)
-    if identity["shape"][0] < 2:
-        raise ValueError(f"The array at {input_path!r} has {identity['shape'][0]} rows; at least 2 are needed.")
-    return identity
+    n_rows = identity["shape"][0]
+    if n_rows < 2:
+        raise ValueError(f"The array at {input_path!r} has {n_rows} row(s); at least 2 are needed.")
+    if true_labels is None:
+        return identity, None
+    truth = load_labels(true_labels) if isinstance(true_labels, str) else np.asarray(true_labels)
+    if truth.shape != (n_rows,):
+        raise ValueError(f"The true labels have shape {truth.shape}; the input has {n_rows} rows.")
+    return identity, truth
 
 
-@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
 def fit(input_path: str, method: str, n_clusters, params: dict, random_state: int, storage_options) -> dict:
     """Fit on the flow's cluster; returns the tree as JSON and the fit's figures."""
     estimator = make_estimator(method, n_clusters, params, random_state)
-    if storage_options is not None:
-        estimator.set_params(storage_options=storage_options)
-    with cluster_client():
-        estimator.fit(input_path)
+    with cluster_client() as client:
+        X = open_input(input_path, storage_options)
+        with counting_passes(client, X) as counted:
+            estimator.fit(X)
     names = ("n_microclusters_", "n_nonfinite_")
     figures = {name: int(getattr(estimator, name)) for name in names if hasattr(estimator, name)}
-    return {"tree": estimator.tree_.to_json(), **figures}
+    return {"tree": estimator.tree_.to_json(), "passes": counted["passes"], **figures}
 
 
-@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
-def write_labels(input_path: str, tree_json: str, attempt_url: str, storage_options) -> None:
-    """Route every row through the tree (-1 for rows with NaN/inf) and write the labels into the attempt,
-    in the input's row chunks."""
-    with cluster_client():
-        X = as_dask_array(input_path, storage_options=storage_options)
-        labels = ChunkedData(X).label_rows(leaf_labels_from_json, tree_json)
-        labels.to_zarr(attempt_url, component="labels", storage_options=storage_options, overwrite=True)
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
+def continuity(input_path: str, tree_json: str, identity: dict, previous: dict | None, storage_options) -> dict:
+    """Stable cluster ids (new leaf label -> id) and the stability figures against the previous run on the same
+    input: on the same rows (same shape and fingerprint) the previous labels are compared with the new ones;
+    otherwise the rows are routed through the previous tree. Without a previous run the ids are the labels."""
+    n_leaves = ClusterTree.from_json(tree_json).n_leaves
+    if previous is None:
+        return {"stable_ids": list(range(n_leaves)), "stability": None, "passes": 0.0}
+    same_rows = previous["input"]["shape"] == identity["shape"] and (
+        previous["input"]["fingerprint"] == identity["fingerprint"]
+    )
+    with cluster_client() as client:
+        X = open_input(input_path, storage_options)
+        if same_rows:
+            before = da.from_zarr(previous["url"], component="labels").rechunk((X.chunks[0],))
+        else:
+            before = _route(X, previous["tree"], previous["stable_ids"])
+        now = ChunkedData(X).label_rows(leaf_labels_from_json, tree_json)
+        with counting_passes(client, X) as counted:
+            table = contingency(before, now, shape=(max(previous["stable_ids"]) + 1, n_leaves))
+    mapping = match_cluster_ids(table)
+    figures = {
+        "previous_run": previous["run_id"],
+        "compared": "same rows" if same_rows else "rows routed through the previous tree",
+        **stability(table, mapping),
+    }
+    return {"stable_ids": [mapping[i] for i in range(n_leaves)], "stability": figures, "passes": counted["passes"]}
+
+
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
+def write_labels(input_path: str, tree_json: str, stable_ids: list[int], attempt_url: str, storage_options) -> dict:
+    """Route every row through the tree to its stable cluster id (-1 for rows with NaN/inf) and write the
+    labels into the attempt, in the input's row chunks."""
+    with cluster_client() as client:
+        X = open_input(input_path, storage_options)
+        with counting_passes(client, X) as counted:
+            _route(X, tree_json, stable_ids).to_zarr(attempt_url, component="labels", overwrite=True)
+    return counted
 
 
 @task(cache_policy=NO_CACHE)
-def compute_metrics(tree_json: str, attempt_url: str, true_labels, storage_options) -> dict:
-    import dask.array as da
-
-    labels = da.from_zarr(attempt_url, component="labels", storage_options=storage_options)
-    with cluster_client():
-        labels = labels.compute()
-    return {**tree_metrics(ClusterTree.from_json(tree_json)), **label_metrics(labels, true_labels)}
+def compute_metrics(tree_json: str, attempt_url: str, truth) -> dict:
+    """The tree's figures, the cluster sizes and, with true labels, the external scores (in the flow's
+    process: the labels are one integer per row)."""
+    labels = da.from_zarr(attempt_url, component="labels").compute(scheduler="threads")
+    return {**tree_metrics(ClusterTree.from_json(tree_json)), **label_metrics(labels, truth)}
 
 
-@flow(name="recluster", task_runner=DaskTaskRunner())
+@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
+def persist(attempt: Attempt, attrs: dict) -> str:
+    """Record the run's attributes and commit the attempt (its completion marker is written last)."""
+    attempt.set_attrs(**attrs)
+    return attempt.commit().run_id
+
+
+# ---------------------------------------------------------------------------------------------------- flows
+@flow(name="recluster-on-dask")
+def recluster_on_dask(
+    input_path: str,
+    method: str,
+    n_clusters: int | None,
+    params: dict,
+    random_state: int,
+    storage_options: dict | None,
+    identity: dict,
+    previous: dict | None,
+    attempt_url: str,
+) -> dict:
+    """The cluster work of :func:`recluster`: fit, continuity, and labels, each a task on the flow's Dask
+    cluster (the task runner is set by :func:`recluster`)."""
+    logger = get_run_logger()
+    seconds, passes = {}, {}
+
+    def step(name, submitted):
+        start = time.perf_counter()
+        result = submitted.result()
+        seconds[name] = time.perf_counter() - start
+        if isinstance(result, dict) and "passes" in result:
+            passes[name] = result["passes"]
+        logger.info("%s: done in %.1f s", name, seconds[name])
+        return result
+
+    fitted = step("fit", fit.submit(input_path, method, n_clusters, params, random_state, storage_options))
+    tree_json = fitted["tree"]
+    logger.info("fit: %d clusters", ClusterTree.from_json(tree_json).n_leaves)
+    matched = step("continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options))
+    step(
+        "write_labels", write_labels.submit(input_path, tree_json, matched["stable_ids"], attempt_url, storage_options)
+    )
+    figures = {k: v for k, v in fitted.items() if k not in ("tree", "passes")}
+    return {
+        "tree": tree_json,
+        "stable_ids": matched["stable_ids"],
+        "metrics": {**figures, "stability": matched["stability"], "seconds": seconds, "passes": passes},
+    }
+
+
+@flow(name="recluster")
 def recluster(
     input_path: str,
     method: str = "mdh",
@@ -108,37 +248,64 @@ def recluster(
     random_state: int = 0,
     store: str = DEFAULT_STORE,
     run_id: str | None = None,
-    true_labels: list | None = None,
+    true_labels: str | list | None = None,
     storage_options: dict | None = None,
+    cluster: dict | None = None,
 ) -> str:
-    """Recluster ``input_path`` (a zarr array) with ``method`` and persist the run; returns the run id.
+    """Recluster the array at ``input_path`` (zarr, ``.npy``, ``.csv`` or parquet) with ``method`` and persist
+    the run in ``store`` as ``run_id`` (default: made from the time); returns the run id.
 
-    Bad input (an unknown method or parameter, a missing or malformed array) fails before any cluster work.
+    ``true_labels`` (a list, or a path to them) adds ARI, V-measure and purity to the metrics. ``cluster``
+    chooses the Dask cluster (:func:`dask_task_runner`). Cluster ids are kept stable across runs on the same
+    input path: each new cluster takes the id of the previous run's cluster it overlaps most. Bad input (an
+    unknown method or parameter, a missing or malformed array, a bad cluster setting) fails before any Dask
+    cluster starts, and a failed run leaves no trace in the store.
     """
-    make_estimator(method, n_clusters, params, random_state)  # fail fast on the parameters
-    times = {}
-    start = time.perf_counter()
-    identity = load_and_validate.submit(input_path, storage_options).result()
-    times["load_and_validate"] = time.perf_counter() - start
+    logger = get_run_logger()
+    make_estimator(method, n_clusters, params, random_state)
+    runner = dask_task_runner(cluster)
     runs = RunsStore(store)
+    started = time.perf_counter()
+    identity, truth = load_and_validate(input_path, storage_options, true_labels)
+    load_seconds = time.perf_counter() - started
+    logger.info("load_and_validate: %s, shape %s, %s", identity["path"], identity["shape"], identity["dtype"])
+    latest = runs.latest_on(identity["path"])
+    previous = None
+    if latest is not None and "stable_ids" in latest.attrs:
+        previous = {
+            "run_id": latest.run_id,
+            "url": latest.url,
+            "tree": latest.tree.to_json(),
+            "stable_ids": latest.attrs["stable_ids"],
+            "input": latest.attrs["input"],
+        }
     with runs.attempt(run_id) as attempt:
-        start = time.perf_counter()
-        fitted = fit.submit(input_path, method, n_clusters, params or {}, random_state, storage_options).result()
-        times["fit"] = time.perf_counter() - start
-        start = time.perf_counter()
-        write_labels.submit(input_path, fitted["tree"], attempt.url, storage_options).result()
-        times["write_labels"] = time.perf_counter() - start
-        start = time.perf_counter()
-        metrics = compute_metrics.submit(fitted["tree"], attempt.url, true_labels, storage_options).result()
-        times["metrics"] = time.perf_counter() - start
-        attempt.set_attrs(
-            tree=ClusterTree.from_json(fitted["tree"]),
-            params={"method": method, "n_clusters": n_clusters, "random_state": random_state, **(params or {})},
-            versions={name: version(name) for name in ("lowdens-dask", "dask", "distributed", "zarr", "numpy")},
-            input=identity,
-            metrics={**metrics, **{k: v for k, v in fitted.items() if k != "tree"}, "seconds": times},
+        done = recluster_on_dask.with_options(task_runner=runner)(
+            input_path,
+            method,
+            n_clusters,
+            params or {},
+            random_state,
+            storage_options,
+            identity,
+            previous,
+            attempt.url,
         )
-        return attempt.commit().run_id
+        started = time.perf_counter()
+        metrics = {**compute_metrics(done["tree"], attempt.url, truth), **done["metrics"]}
+        metrics["seconds"] = {"load_and_validate": load_seconds, **metrics["seconds"]}
+        metrics["seconds"]["metrics"] = time.perf_counter() - started
+        attrs = {
+            "tree": ClusterTree.from_json(done["tree"]),
+            "stable_ids": done["stable_ids"],
+            "params": {"method": method, "n_clusters": n_clusters, "random_state": random_state, **(params or {})},
+            "versions": {name: version(name) for name in VERSIONED},
+            "input": identity,
+            "metrics": metrics,
+        }
+        run_id = persist(attempt, attrs)
+    logger.info("persisted run %s in %s", run_id, store)
+    return run_id
 
 
-__all__ = ["make_estimator", "recluster"]
+__all__ = ["dask_task_runner", "make_estimator", "recluster", "stable_labels"]

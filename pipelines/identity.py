@@ -10,21 +10,22 @@ import os
 import dask
 import numpy as np
 
-from lowdens_dask.backend import as_dask_array
+from .inputs import open_input
 
 #: Row chunks read for the fingerprint: the first, the last and evenly spaced ones between.
 FINGERPRINT_CHUNKS = 8
 
 
 def input_identity(path: str | os.PathLike, storage_options: dict | None = None) -> dict:
-    """``{"path", "shape", "dtype", "row_chunks", "fingerprint"}`` of a zarr array (path or fsspec URL).
+    """``{"path", "shape", "dtype", "row_chunks", "fingerprint"}`` of an input (:func:`open_input`: a zarr array,
+    ``.npy``, ``.csv`` or parquet; a path or an fsspec URL).
 
     The fingerprint is the SHA-256 of the shape, the dtype and the decoded values of at most
     ``FINGERPRINT_CHUNKS`` row chunks (the first, the last and evenly spaced ones): two runs on the same
     unchanged store agree, and a change to a sampled chunk, the shape or the dtype changes it. It reads a
     few chunks, whatever the store's size; a change confined to unsampled chunks goes unseen.
     """
-    arr = as_dask_array(os.fspath(path), storage_options=storage_options)
+    arr = open_input(path, storage_options)
     n_blocks = arr.numblocks[0]
     picks = sorted({int(i) for i in np.linspace(0, n_blocks - 1, min(FINGERPRINT_CHUNKS, n_blocks))})
     digest = hashlib.sha256(f"{arr.shape}|{arr.dtype.str}|{picks}".encode())

@@ -30,6 +30,7 @@ from typing import Any
 
 import dask.array as da
 import fsspec
+import numpy as np
 import zarr
 
 from lowdens_dask import ClusterTree
@@ -68,6 +69,15 @@ class Run:
     @property
     def tree(self) -> ClusterTree:
         return ClusterTree.from_json(json.dumps(self.attrs["tree"]))
+
+    @property
+    def stable_ids(self) -> np.ndarray:
+        """The run's cluster id of each leaf label of its tree (ids stay stable across runs on one input)."""
+        return np.asarray(self.attrs.get("stable_ids", range(self.tree.n_leaves)), dtype=np.int64)
+
+    def predict(self, X) -> np.ndarray:
+        """The run's cluster ids for the rows of ``X`` (in memory): its tree's labels through ``stable_ids``."""
+        return self.stable_ids[self.tree.predict(X)]
 
     @property
     def labels(self) -> da.Array:

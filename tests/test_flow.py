@@ -34,12 +34,15 @@ def data(tmp_path_factory):
     return path, X, y
 
 
-def flow_on_local_cluster():
-    from lowdens_pipelines.flows import recluster
-    from prefect_dask import DaskTaskRunner
+LOCAL = {"cluster_kwargs": {"n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}}
 
-    runner = DaskTaskRunner(cluster_kwargs={"n_workers": 2, "threads_per_worker": 1, "dashboard_address": None})
-    return recluster.with_options(task_runner=runner)
+
+def flow_on_local_cluster():
+    from functools import partial
+
+    from lowdens_pipelines.flows import recluster
+
+    return partial(recluster, cluster=LOCAL)
 
 
 def test_recluster_persists_a_complete_run(prefect_home, data, tmp_path):
@@ -56,7 +59,11 @@ def test_recluster_persists_a_complete_run(prefect_home, data, tmp_path):
     assert labels.shape == (len(X),) and run.labels.chunks[0][0] == 5_000
     np.testing.assert_array_equal(run.tree.predict(X), labels)
     assert run.attrs["metrics"]["adjusted_rand"] > 0.99 and run.attrs["metrics"]["n_leaves"] == 3
-    assert set(run.attrs["metrics"]["seconds"]) == {"load_and_validate", "fit", "write_labels", "metrics"}
+    metrics = run.attrs["metrics"]
+    assert set(metrics["seconds"]) == {"load_and_validate", "fit", "continuity", "write_labels", "metrics"}
+    # summary mode: one pass to summarise, one to write the labels; no previous run, so no continuity pass
+    assert metrics["passes"] == {"fit": 1.0, "continuity": 0.0, "write_labels": 1.0}
+    assert metrics["stability"] is None and run.attrs["stable_ids"] == [0, 1, 2]
     assert run.attrs["input"]["shape"] == [30_000, 5] and run.attrs["params"]["method"] == "mdh"
     assert run.attrs["versions"]["lowdens-dask"]
     # the same fit through the estimator directly gives the same tree

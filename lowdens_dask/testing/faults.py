@@ -20,14 +20,17 @@ class KillWorkerAt(SchedulerPlugin):
     that reported its result is killed at once, so that result and everything else on that worker is lost.
     ``completed`` counts how often each key reached memory; keys counted more than once were computed
     again (:attr:`redone`). ``scheduler`` is an in-process scheduler (``LocalCluster(...).scheduler``);
-    see :func:`kill_worker_at`.
+    see :func:`kill_worker_at`. With ``spare``, a worker that is running a task whose key contains ``spare``
+    is never killed (the moment moves to the next such task that finishes elsewhere): for example the
+    worker that runs the Prefect task driving the computation.
     """
 
-    def __init__(self, scheduler, pattern: str, occurrence: int = 0):
+    def __init__(self, scheduler, pattern: str, occurrence: int = 0, spare: str | None = None):
         self.name = f"lowdens-kill-worker-{pattern}-{occurrence}"
         self.scheduler = scheduler
         self.pattern = pattern
         self.occurrence = occurrence
+        self.spare = spare
         self.completed: Counter = Counter()
         self.killed: tuple[str, str] | None = None  #: (key, worker address) once the kill happened
         self._seen = 0
@@ -42,6 +45,9 @@ class KillWorkerAt(SchedulerPlugin):
         if self._seen == self.occurrence:
             address = kwargs.get("worker")  # the worker that reported the result
             worker = self.scheduler.workers.get(address) if address else None
+            if worker is not None and self.spare is not None:
+                if any(self.spare in str(ts.key) for ts in worker.processing):
+                    return  # not this one: the next matching task to finish elsewhere is the moment
             if worker is not None:
                 os.kill(worker.pid, signal.SIGKILL)
                 self.killed = (name, address)
@@ -54,9 +60,11 @@ class KillWorkerAt(SchedulerPlugin):
 
 
 @contextmanager
-def kill_worker_at(scheduler, pattern: str, occurrence: int = 0) -> Iterator[KillWorkerAt]:
+def kill_worker_at(
+    scheduler, pattern: str, occurrence: int = 0, spare: str | None = None
+) -> Iterator[KillWorkerAt]:
     """Install :class:`KillWorkerAt` on ``scheduler`` for the duration of the block."""
-    plugin = KillWorkerAt(scheduler, pattern, occurrence)
+    plugin = KillWorkerAt(scheduler, pattern, occurrence, spare)
     scheduler.add_plugin(plugin)
     try:
         yield plugin

@@ -1,0 +1,145 @@
+"""The recluster flow's runs (issue 10): continuity of cluster ids between runs, a worker killed in the middle of
+a fit, and a failed run that leaves the store as it was. Prefect runs without a server (its ephemeral mode);
+the flows share one real two-worker Dask cluster through its address."""
+
+import os
+
+import numpy as np
+import pytest
+import zarr
+
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+CENTRES = 8 * np.eye(6)[:4]
+
+
+@pytest.fixture(scope="module")
+def prefect_home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect-home")
+    old = os.environ.get("PREFECT_HOME")
+    os.environ["PREFECT_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("PREFECT_HOME", None)
+    else:
+        os.environ["PREFECT_HOME"] = old
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None) as cluster:
+        yield cluster
+
+
+def mixture(n, seed):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, len(CENTRES), size=n)
+    return (rng.normal(size=(n, CENTRES.shape[1])) + CENTRES[y]).astype("f4"), y
+
+
+def write(path, X, chunk=2_000):
+    zarr.create_array(path, data=X, chunks=(chunk, X.shape[1]), overwrite=True)
+    return path
+
+
+def run_flow(cluster, path, store, run_id, **kwargs):
+    from lowdens_pipelines.flows import recluster
+
+    kwargs.setdefault("n_clusters", 4)
+    return recluster(path, store=store, run_id=run_id, cluster={"address": cluster.scheduler_address}, **kwargs)
+
+
+def clusters_of(labels, y):
+    """The run's id of each true component (its majority label)."""
+    return [int(np.bincount(labels[y == k]).argmax()) for k in range(len(CENTRES))]
+
+
+def test_cluster_ids_carry_over_between_runs(prefect_home, cluster, tmp_path):
+    from lowdens_pipelines import RunsStore
+
+    X, y = mixture(20_000, 0)
+    path = write(str(tmp_path / "X.zarr"), X)
+    store = RunsStore(str(tmp_path / "runs"))
+    run_flow(cluster, path, store.root, "first")
+    first = store.get("first")
+    assert first.attrs["stable_ids"] == [0, 1, 2, 3] and first.attrs["metrics"]["stability"] is None
+    # A previous run whose ids are a permutation of the tree's labels (ids chosen by a user, or carried
+    # over from older runs): a new run on the same rows must adopt them, whatever its own leaf order.
+    ids = [7, 2, 0, 5]
+    with store.attempt("permuted") as attempt:
+        attempt.write_labels(first.labels.map_blocks(lambda b: np.asarray(ids)[b]))
+        attempt.set_attrs(tree=first.tree, stable_ids=ids, input=first.attrs["input"], params=first.attrs["params"])
+        attempt.commit()
+    run_flow(cluster, path, store.root, "second")
+    second = store.get("second")
+    stability = second.attrs["metrics"]["stability"]
+    assert stability["previous_run"] == "permuted" and stability["compared"] == "same rows"
+    assert stability["ari"] == 1.0 and stability["same_id_fraction"] == 1.0
+    assert (stability["kept"], stability["new"], stability["gone"]) == (4, 0, 0)
+    assert second.attrs["stable_ids"] == ids and second.attrs["metrics"]["passes"]["continuity"] == 1.0
+    np.testing.assert_array_equal(second.labels.compute(), store.get("permuted").labels.compute())
+    np.testing.assert_array_equal(second.predict(X), second.labels.compute())
+
+    # 5% of the rows replaced by new ones (the store at the same path is rewritten): the rows are routed
+    # through the previous tree, and the clusters keep their ids.
+    rng = np.random.default_rng(1)
+    replaced = rng.choice(len(X), size=len(X) // 20, replace=False)
+    X_new, y_new = X.copy(), y.copy()
+    X_new[replaced], y_new[replaced] = mixture(len(replaced), 2)
+    write(path, X_new)
+    run_flow(cluster, path, store.root, "third")
+    third = store.get("third")
+    stability = third.attrs["metrics"]["stability"]
+    assert stability["previous_run"] == "second"
+    assert stability["compared"] == "rows routed through the previous tree"
+    assert stability["ari"] > 0.99 and stability["kept"] == 4
+    assert clusters_of(third.labels.compute(), y_new) == clusters_of(second.labels.compute(), y)
+    assert sorted(clusters_of(third.labels.compute(), y_new)) == sorted(ids)
+
+
+def test_worker_killed_during_the_fit(prefect_home, cluster, tmp_path):
+    from lowdens_pipelines import RunsStore
+
+    from lowdens_dask.testing import kill_worker_at
+
+    X, _ = mixture(60_000, 3)
+    path = write(str(tmp_path / "X.zarr"), X, chunk=5_000)
+    run_flow(cluster, path, str(tmp_path / "calm"), "calm")
+    calm = RunsStore(str(tmp_path / "calm")).get("calm")
+    # SIGKILL the worker that summarised the 5th chunk, unless it runs the Prefect task driving the fit
+    with kill_worker_at(cluster.scheduler, "lowdens-summarise", occurrence=4, spare="fit-") as kill:
+        run_flow(cluster, path, str(tmp_path / "killed"), "killed")
+    assert kill.killed is not None, "no worker was killed"
+    assert kill.redone, "no work was lost and redone"
+    killed = RunsStore(str(tmp_path / "killed")).get("killed")
+    assert killed.tree.to_json() == calm.tree.to_json()
+    np.testing.assert_array_equal(killed.labels.compute(), calm.labels.compute())
+    cluster.wait_for_workers(3, timeout=60)
+
+
+def test_failed_run_leaves_the_store_as_it_was(prefect_home, cluster, tmp_path):
+    from lowdens_pipelines import RunsStore
+
+    X, _ = mixture(40_000, 4)
+    path = write(str(tmp_path / "X.zarr"), X)  # 20 chunks
+    store = RunsStore(str(tmp_path / "runs"))
+    run_flow(cluster, path, store.root, "nightly")
+    before = store.get("nightly")
+    labels_before = before.labels.compute()
+    # corrupt chunk 3, which the input's fingerprint does not sample: validation passes, the fit fails
+    with open(os.path.join(path, "c", "3", "0"), "wb") as chunk:
+        chunk.write(b"not a zstd frame")
+    with pytest.raises(Exception, match="chunk"):
+        run_flow(cluster, path, store.root, "nightly")
+    with pytest.raises(Exception):
+        run_flow(cluster, path, store.root, "other")
+    assert [run.run_id for run in store.runs()] == ["nightly"]
+    after = store.get("nightly")
+    assert (after.url, after.committed_at, after.attrs) == (before.url, before.committed_at, before.attrs)
+    np.testing.assert_array_equal(after.labels.compute(), labels_before)
+    assert os.listdir(os.path.join(store.root, "nightly")) == [os.path.basename(before.url)]
+    assert not os.path.exists(os.path.join(store.root, "other")) or os.listdir(os.path.join(store.root, "other")) == []

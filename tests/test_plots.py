@@ -1,0 +1,457 @@
+"""Plots of fitted cluster trees (lowdens_dask.plots): what each panel shows is checked against the tree's routing,
+the node's recorded statistics and the definitions of the indices."""
+
+import subprocess
+import sys
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import dask.array as da
+import numpy as np
+import pytest
+from matplotlib.collections import PathCollection
+from matplotlib.figure import Figure
+
+import lowdens_dask
+from lowdens_dask import (
+    IPDDP,
+    PDDP,
+    ClusterTree,
+    DePDDP,
+    MCClustering,
+    MDHClustering,
+    NCutClustering,
+    plot_dendrogram,
+    plot_node,
+    plot_tree,
+    save_plots,
+)
+from lowdens_dask.datasets import load_dataset
+from lowdens_dask.indices.ncut import ncut_split
+from lowdens_dask.indices.variance_ratio import variance_ratio_split
+from lowdens_dask.plots import ncut_profile, variance_ratio_profile
+
+ESTIMATORS = {
+    "mdh": MDHClustering,
+    "ncut": NCutClustering,
+    "mc": MCClustering,
+    "depddp": DePDDP,
+    "pddp": PDDP,
+    "ipddp": IPDDP,
+}
+
+
+@pytest.fixture(scope="module")
+def dermatology():
+    return load_dataset("dermatology")
+
+
+@pytest.fixture(scope="module")
+def trees(dermatology):
+    X, _ = dermatology
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return {name: cls(n_clusters=3).fit(X).tree_ for name, cls in ESTIMATORS.items()}
+
+
+@pytest.fixture(scope="module")
+def optidigits_mdh():
+    X, y = load_dataset("optidigits")
+    idx = np.sort(np.random.default_rng(1).choice(X.shape[0], 600, replace=False))
+    X, y = X[idx], y[idx]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # constant columns of the subsample
+        return X, y, MDHClustering(n_clusters=4).fit(X).tree_
+
+
+def internal(tree):
+    return [node for node in tree if not node.is_leaf]
+
+
+def rows_at(tree, X, node):
+    """Rows of X reaching ``node``, from ClusterTree.apply: those whose leaf lies under it."""
+    below, stack = set(), [node.id]
+    while stack:
+        n = tree.nodes[stack.pop()]
+        below.add(n.id)
+        if not n.is_leaf:
+            stack.extend(n.children)
+    return np.isin(tree.apply(X), list(below))
+
+
+def panel(fig, node_id):
+    (ax,) = [ax for ax in fig.axes if ax.get_gid() == f"node-{node_id}"]
+    return ax
+
+
+def points(ax, prefix=""):
+    """The scatter offsets of an axes, by collection gid."""
+    return {
+        c.get_gid(): np.asarray(c.get_offsets())
+        for c in ax.collections
+        if isinstance(c, PathCollection) and (c.get_gid() or "").startswith(prefix)
+    }
+
+
+def n_points(ax) -> int:
+    return sum(len(xy) for xy in points(ax).values())
+
+
+def gid_line(ax, gid):
+    (line,) = [line for line in ax.lines if line.get_gid() == gid]
+    return line
+
+
+def span_x(patch) -> tuple[float, float]:
+    """The data x range of an ``axvspan`` (a Rectangle since matplotlib 3.9, a Polygon before)."""
+    xy = patch.get_xy()
+    if isinstance(xy, tuple):
+        return patch.get_x(), patch.get_x() + patch.get_width()
+    return float(np.min(xy[:, 0])), float(np.max(xy[:, 0]))
+
+
+def profile_axes(fig):
+    (ax,) = [ax for ax in fig.axes if ax.get_gid() == "profile"]
+    return ax
+
+
+# ------------------------------------------------------------------------------------------ plot_tree
+@pytest.mark.parametrize("method", ["mdh", "ncut", "mc", "depddp"])
+def test_plot_tree_one_panel_per_split_with_its_rows(trees, dermatology, method):
+    X, _ = dermatology
+    tree = trees[method]
+    fig = plot_tree(tree, X, max_points=len(X))
+    assert isinstance(fig, Figure)
+    nodes = internal(tree)
+    assert len(fig.axes) == len(nodes) == tree.n_leaves - 1
+    for node in nodes:
+        ax = panel(fig, node.id)
+        rows = rows_at(tree, X, node)
+        assert n_points(ax) == rows.sum() == node.size
+        sides = points(ax, "side-")
+        v, b = node.v, node.b
+        assert np.all(sides["side-0"][:, 0] < b) and np.all(sides["side-1"][:, 0] >= b)
+        x = np.concatenate([sides["side-0"][:, 0], sides["side-1"][:, 0]])
+        np.testing.assert_allclose(np.sort(x), np.sort(X[rows] @ v), rtol=1e-12, atol=1e-12)
+        assert len(sides["side-0"]) == rows_at(tree, X, tree.nodes[node.children[0]]).sum()
+        np.testing.assert_array_equal(gid_line(ax, "hyperplane").get_xdata(), [b, b])
+        assert f"node {node.id}" in ax.get_title() and method in ax.get_title() and "fval" in ax.get_title()
+
+
+def test_plot_tree_y_axis_is_the_leading_direction_orthogonal_to_v(trees, dermatology):
+    X, _ = dermatology
+    tree = trees["mdh"]
+    fig = plot_tree(tree, X, max_points=len(X))
+    for node in internal(tree):
+        Z = X[rows_at(tree, X, node)]
+        R = Z - Z.mean(axis=0)
+        R -= np.outer(R @ node.v, node.v)
+        _, eigvecs = np.linalg.eigh(R.T @ R)
+        u = eigvecs[:, -1]
+        xy = np.vstack(list(points(panel(fig, node.id)).values()))
+        order = np.lexsort((xy[:, 1], xy[:, 0]))
+        ref = np.column_stack([Z @ node.v, Z @ u])
+        ref_order = np.lexsort((ref[:, 1], ref[:, 0]))
+        y, y_ref = xy[order, 1], ref[ref_order, 1]
+        np.testing.assert_allclose(xy[order, 0], ref[ref_order, 0], atol=1e-12)
+        sign = np.sign(np.dot(y - y.mean(), y_ref - y_ref.mean()))
+        np.testing.assert_allclose(y - y.mean(), sign * (y_ref - y_ref.mean()), atol=1e-8)
+        assert abs(u @ node.v) < 1e-8
+
+
+def test_plot_tree_sample_is_routed_consistently(trees, dermatology):
+    X, _ = dermatology
+    tree = trees["mdh"]
+    fig = plot_tree(tree, X, max_points=150, random_state=3)
+    root = panel(fig, 0)
+    assert n_points(root) == 150
+    for node in internal(tree):
+        sides = points(panel(fig, node.id), "side-")
+        for side, child in enumerate(node.children):
+            if not tree.nodes[child].is_leaf:  # a child's panel holds exactly its parent's rows on that side
+                assert n_points(panel(fig, child)) == len(sides[f"side-{side}"])
+    again = plot_tree(tree, X, max_points=150, random_state=3)
+    other = plot_tree(tree, X, max_points=150, random_state=4)
+    np.testing.assert_array_equal(points(panel(again, 0))["side-0"], points(root)["side-0"])
+    assert not np.array_equal(np.sort(points(panel(other, 0))["side-0"][:, 0]), np.sort(points(root)["side-0"][:, 0]))
+
+
+def test_plot_tree_colours_by_true_label(trees, dermatology):
+    X, y = dermatology
+    tree = trees["ncut"]
+    fig = plot_tree(tree, X, labels=y, max_points=len(X))
+    classes = np.unique(y)
+    for node in internal(tree):
+        rows = rows_at(tree, X, node)
+        groups = points(panel(fig, node.id), "label-")
+        assert sum(len(xy) for xy in groups.values()) == rows.sum()
+        for c, k in enumerate(classes):
+            assert len(groups.get(f"label-{c}", ())) == np.sum(y[rows] == k)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()][: len(classes)] == [str(k) for k in classes]
+
+
+def test_nonfinite_rows_are_skipped(trees, dermatology):
+    X, y = dermatology
+    Xbad = X.copy()
+    Xbad[[5, 17], [0, 3]] = [np.nan, np.inf]
+    fig = plot_tree(trees["mdh"], Xbad, labels=y, max_points=len(X))
+    assert n_points(panel(fig, 0)) == len(X) - 2
+    fig = plot_node(trees["mdh"], 0, Xbad, labels=y)
+    (hist,) = [ax for ax in fig.axes if ax.get_gid() == "labels"]
+    assert sum(p.get_height() for p in hist.patches) == pytest.approx(len(X) - 2)
+
+
+# ------------------------------------------------------------------------------------------ plot_node
+def _check_mdh_node(tree, X, node):
+    fig = plot_node(tree, node.id, X)
+    ax = profile_axes(fig)
+    p = X[rows_at(tree, X, node)] @ node.v
+    h, alpha = node.params["bandwidth"], node.params["alpha"]
+    curve = gid_line(ax, "profile")
+    grid, dens = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
+    # the curve is the Gaussian KDE with the recorded bandwidth (checked against a direct sum at a few points)
+    for j in (0, len(grid) // 3, len(grid) // 2, len(grid) - 1):
+        ref = np.exp(-0.5 * ((grid[j] - p) / h) ** 2).sum() / (p.size * h * np.sqrt(2 * np.pi))
+        np.testing.assert_allclose(dens[j], ref, rtol=1e-9, atol=1e-300)
+    # the shaded interval is mean -/+ alpha sd of the node's projections (sd with divisor n - 1)
+    (span,) = [patch for patch in ax.patches if patch.get_gid() == "alpha-interval"]
+    lo, hi = p.mean() - alpha * p.std(ddof=1), p.mean() + alpha * p.std(ddof=1)
+    np.testing.assert_allclose(span_x(span), [lo, hi], rtol=1e-10, atol=1e-10)
+    # b is the density's minimum over the interval, within a grid step, and the recorded density at b
+    step = grid[1] - grid[0]
+    inside = (grid > lo) & (grid < hi)
+    assert abs(grid[inside][np.argmin(dens[inside])] - node.b) <= step
+    j = int(np.argmin(np.abs(grid - node.b)))
+    assert dens[j] <= min(dens[j - 2], dens[j + 2])
+    (marker,) = [line for line in ax.lines if line.get_gid() == "density-at-b"]
+    np.testing.assert_allclose(marker.get_ydata(), [node.fval], rtol=1e-6)
+    np.testing.assert_array_equal(gid_line(ax, "hyperplane").get_xdata(), [node.b, node.b])
+
+
+def test_plot_node_mdh_density_interval_and_b(trees, dermatology, optidigits_mdh):
+    X, _ = dermatology
+    for node in internal(trees["mdh"]):
+        _check_mdh_node(trees["mdh"], X, node)
+    Xo, _, tree = optidigits_mdh
+    assert tree.n_leaves == 4
+    for node in internal(tree):
+        _check_mdh_node(tree, Xo, node)
+
+
+def test_plot_node_depddp_b_at_the_density_minimum(trees, dermatology):
+    X, _ = dermatology
+    tree = trees["depddp"]
+    for node in internal(tree):
+        ax = profile_axes(plot_node(tree, node, X))
+        curve = gid_line(ax, "profile")
+        grid, dens = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
+        j = int(np.argmin(np.abs(grid - node.b)))
+        assert dens[j] <= min(dens[j - 2], dens[j + 2])  # a local minimum of the plotted density
+        np.testing.assert_allclose(gid_line(ax, "density-at-b").get_ydata(), [node.fval], rtol=1e-6)
+
+
+def brute_force_ncut(p, scale, m):
+    """NCut of the split {the m smallest} | {the rest}, from the similarity matrix (the definition)."""
+    x = np.sort(p)
+    K = np.exp(-np.abs(x[:, None] - x[None, :]) / scale)
+    cut = K[:m, m:].sum()
+    return cut / K[:m].sum() + cut / K[m:].sum()
+
+
+def brute_force_variance_ratio(p, m):
+    x = np.sort(p)
+    left, right = x[:m], x[m:]
+    between = (m * (left.mean() - x.mean()) ** 2 + (x.size - m) * (right.mean() - x.mean()) ** 2) / x.size
+    return between / (x.var(ddof=1) - between)
+
+
+def test_profiles_match_the_index_definitions_and_the_library():
+    rng = np.random.default_rng(0)
+    p = np.concatenate([rng.normal(-2, 1, 120), rng.normal(2.5, 0.7, 80)])
+    scale = 1.3
+    points, values = ncut_profile(p, scale)
+    x = np.sort(p)
+    for m in (1, 50, 120, 199):
+        j = int(np.argmin(np.abs(points - 0.5 * (x[m - 1] + x[m]))))
+        np.testing.assert_allclose(values[j], brute_force_ncut(p, scale, m), rtol=1e-10)
+    value, b, _ = ncut_split(p, np.ones_like(p), scale, 1.0, np.empty_like(p))
+    np.testing.assert_allclose(values.min(), value, rtol=1e-10)
+    assert points[np.argmin(values)] == pytest.approx(b)
+    points, values = variance_ratio_profile(p)
+    for m in (1, 50, 120, 199):
+        j = int(np.argmin(np.abs(points - 0.5 * (x[m - 1] + x[m]))))
+        np.testing.assert_allclose(values[j], brute_force_variance_ratio(p, m), rtol=1e-10)
+    value, b, _ = variance_ratio_split(p, np.ones_like(p), 1.0, np.empty_like(p))
+    np.testing.assert_allclose(values.max(), value, rtol=1e-10)
+    assert points[np.argmax(values)] == pytest.approx(b)
+    points, values = ncut_profile(p, scale, min_size=30)
+    assert points.size == p.size - 1 - 2 * 29
+
+
+@pytest.mark.parametrize(("method", "best"), [("ncut", np.argmin), ("mc", np.argmax)])
+def test_plot_node_cut_and_variance_ratio_curves_peak_at_b(trees, dermatology, method, best):
+    X, _ = dermatology
+    tree = trees[method]
+    for node in internal(tree):
+        ax = profile_axes(plot_node(tree, node.id, X))
+        curve = gid_line(ax, "profile")
+        xs, values = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
+        p = np.sort(X[rows_at(tree, X, node)] @ node.v)
+        assert xs.size == np.unique(p).size - 1  # one value per gap between distinct projections
+        j = int(best(values))
+        np.testing.assert_allclose(values[j], node.fval, rtol=1e-8)
+        k = np.searchsorted(p, node.b)  # b lies in the gap (p[k-1], p[k]) whose midpoint is the optimum
+        assert p[k - 1] < xs[j] < p[k] and p[k - 1] < node.b <= p[k]
+        np.testing.assert_array_equal(gid_line(ax, "hyperplane").get_xdata(), [node.b, node.b])
+
+
+@pytest.mark.parametrize("method", ["pddp", "ipddp"])
+def test_plot_node_histograms(trees, dermatology, method):
+    X, _ = dermatology
+    tree = trees[method]
+    for node in internal(tree):
+        ax = profile_axes(plot_node(tree, node.id, X))
+        bars = [patch for patch in ax.patches if patch.get_gid() != "gap"]
+        assert sum(patch.get_height() for patch in bars) == pytest.approx(node.size)
+        np.testing.assert_array_equal(gid_line(ax, "hyperplane").get_xdata(), [node.b, node.b])
+        if method == "pddp":
+            p = X[rows_at(tree, X, node)] @ node.v
+            assert node.b == pytest.approx(p.mean(), abs=1e-9)
+        else:
+            (gap,) = [patch for patch in ax.patches if patch.get_gid() == "gap"]
+            lo, hi = span_x(gap)
+            assert hi - lo == pytest.approx(node.stats["gap"]) and lo < node.b < hi
+
+
+def test_plot_node_with_labels_adds_a_stacked_histogram(trees, dermatology):
+    X, y = dermatology
+    tree = trees["mc"]
+    node = tree.nodes[internal(tree)[-1].id]
+    fig = plot_node(tree, node, X, labels=y)
+    (hist,) = [ax for ax in fig.axes if ax.get_gid() == "labels"]
+    assert sum(p.get_height() for p in hist.patches) == pytest.approx(node.size)
+    assert len(hist.get_legend().get_texts()) == np.unique(y[rows_at(tree, X, node)]).size
+
+
+# ------------------------------------------------------------------------------------------ dendrogram
+def test_plot_dendrogram_leaves_and_splits(trees, optidigits_mdh):
+    _, _, tree = optidigits_mdh
+    fig = plot_dendrogram(tree)
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) == tree.n_leaves == 4
+    assert labels == [
+        f"{label} (node {leaf})" for leaf, label in sorted(tree.leaf_labels().items(), key=lambda i: i[1])
+    ]
+    assert sorted(t.get_gid() for t in ax.texts) == sorted(f"split-{node.id}" for node in internal(tree))
+    other = Figure()
+    target = other.add_subplot()
+    assert plot_dendrogram(trees["ncut"], ax=target) is other
+    assert len(target.get_xticklabels()) == trees["ncut"].n_leaves
+
+
+# ------------------------------------------------------------------------------------------ save_plots
+def test_save_plots_writes_valid_pngs(trees, dermatology, tmp_path):
+    import matplotlib.pyplot as plt
+
+    X, y = dermatology
+    tree = trees["mdh"]
+    out = tmp_path / "new" / "plots"
+    written = save_plots(tree, X, out, labels=y, max_points=200)
+    expected = {"tree", "dendrogram", *(f"node-{node.id}" for node in internal(tree))}
+    assert set(written) == expected
+    assert sorted(path.name for path in out.iterdir()) == sorted(f"{name}.png" for name in expected)
+    for name, path in written.items():
+        assert path == out / f"{name}.png"
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    assert plt.get_fignums() == []  # no figure left in pyplot's registry
+
+
+# ------------------------------------------------------------------------------------------ dask input
+def test_dask_input_gives_the_numpy_panels(trees, dermatology):
+    X, y = dermatology
+    tree = trees["mdh"]
+    Xd = da.from_array(X, chunks=(50, -1))
+    for max_points in (len(X), 120):
+        a = plot_tree(tree, X, labels=y, max_points=max_points)
+        b = plot_tree(tree, Xd, labels=da.from_array(y, chunks=50), max_points=max_points)
+        for node in internal(tree):
+            pa, pb = points(panel(a, node.id)), points(panel(b, node.id))
+            assert pa.keys() == pb.keys()
+            for gid in pa:
+                np.testing.assert_array_equal(pa[gid], pb[gid])
+    a = gid_line(profile_axes(plot_node(tree, 1, X)), "profile").get_ydata()
+    b = gid_line(profile_axes(plot_node(tree, 1, Xd)), "profile").get_ydata()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_dask_input_reads_only_the_sampled_chunks(trees, dermatology):
+    X, _ = dermatology
+    seen = []
+
+    def record(block, block_info=None):
+        seen.append(block_info[0]["chunk-location"][0])
+        return block
+
+    Xd = da.from_array(X, chunks=(10, -1)).map_blocks(record, dtype=X.dtype, meta=np.empty((0, 0)))
+    fig = plot_tree(trees["mdh"], Xd, max_points=4)
+    assert n_points(panel(fig, 0)) == 4
+    assert 1 <= len(set(seen)) <= 4 < Xd.numblocks[0]
+
+
+# ------------------------------------------------------------------------------------------ errors
+def test_a_single_leaf_has_nothing_to_plot(dermatology, tmp_path):
+    X, _ = dermatology
+    tree = ClusterTree(X.shape[1], root_size=len(X))
+    for call in (
+        lambda: plot_tree(tree, X),
+        lambda: plot_node(tree, 0, X),
+        lambda: plot_dendrogram(tree),
+        lambda: save_plots(tree, X, tmp_path / "none"),
+    ):
+        with pytest.raises(ValueError, match="no split to plot"):
+            call()
+    assert not (tmp_path / "none").exists()
+
+
+def test_bad_node_and_bad_input_are_refused(trees, dermatology):
+    X, y = dermatology
+    tree = trees["mdh"]
+    with pytest.raises(ValueError, match=r"no node 99; its split nodes are \[0, 1\]"):
+        plot_node(tree, 99, X)
+    leaf = tree.leaves()[0].id
+    with pytest.raises(ValueError, match=f"Node {leaf} is a leaf"):
+        plot_node(tree, leaf, X)
+    with pytest.raises(TypeError, match="node id"):
+        plot_node(tree, "0", X)
+    d = X.shape[1]
+    for call in (plot_tree, lambda t, Z: plot_node(t, 0, Z)):
+        with pytest.raises(ValueError, match=f"X has {d - 1} columns but the tree was fitted on {d} features"):
+            call(tree, X[:, :-1])
+        with pytest.raises(ValueError, match=f"X has {d - 1} columns"):
+            call(tree, da.from_array(X[:, :-1], chunks=100))
+    with pytest.raises(ValueError, match="two-dimensional"):
+        plot_tree(tree, X[0])
+    with pytest.raises(ValueError, match="labels must have one entry per row"):
+        plot_tree(tree, X, labels=y[:-1])
+    with pytest.raises(ValueError, match="max_points must be a positive integer"):
+        plot_tree(tree, X, max_points=0)
+    with pytest.raises(TypeError, match="ClusterTree"):
+        plot_tree(object(), X)
+
+
+# ------------------------------------------------------------------------------------------ packaging
+def test_public_names_resolve_lazily_without_importing_matplotlib():
+    code = "import sys, lowdens_dask; print('matplotlib' in sys.modules, 'lowdens_dask.plots' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+    from lowdens_dask import plots
+
+    for name in ("plot_tree", "plot_node", "plot_dendrogram", "save_plots"):
+        assert getattr(lowdens_dask, name) is getattr(plots, name)
+        assert name in lowdens_dask.__all__
