@@ -24,6 +24,7 @@ import numpy as np
 from distributed import get_task_stream, rejoin, secede
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner, get_dask_client
 
 from lowdens_dask import METHODS, ClusterTree
@@ -89,17 +90,25 @@ def make_estimator(method: str, n_clusters: int | None, params: dict | None, ran
     return estimator.set_params(**settings)
 
 
-def dask_task_runner(cluster: dict | None = None) -> DaskTaskRunner:
+def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) -> DaskTaskRunner:
     """prefect-dask's ``DaskTaskRunner`` from the flow's ``cluster`` parameter: None for a temporary
     ``LocalCluster``; ``{"address": "tcp://..."}`` for an existing scheduler; ``{"cluster_class":
     "dask_kubernetes.operator.KubeCluster", "cluster_kwargs": {...}, "adapt_kwargs": {...}}`` for another
-    kind of cluster (``cluster_kwargs`` alone configure the ``LocalCluster``)."""
+    kind of cluster (``cluster_kwargs`` alone configure the ``LocalCluster``).
+
+    ``api_url``: the Prefect API the workers of a temporary ``LocalCluster`` report to (the flow's own, also
+    when it is Prefect's temporary server; otherwise each worker would start a server of its own).
+    """
     cluster = dict(cluster or {})
     unknown = sorted(set(cluster) - set(CLUSTER_KEYS))
     if unknown:
         raise ValueError(f"Unknown cluster settings {unknown}; use {list(CLUSTER_KEYS)}.")
     if "address" in cluster and set(cluster) & {"cluster_class", "cluster_kwargs", "adapt_kwargs"}:
         raise ValueError("A cluster 'address' cannot be combined with cluster_class, cluster_kwargs or adapt_kwargs.")
+    if api_url and "address" not in cluster and "cluster_class" not in cluster:
+        kwargs = dict(cluster.get("cluster_kwargs") or {})
+        kwargs["env"] = {"PREFECT_API_URL": api_url, **(kwargs.get("env") or {})}
+        cluster["cluster_kwargs"] = kwargs
     return DaskTaskRunner(**cluster)
 
 
@@ -108,7 +117,8 @@ def stable_labels(x: np.ndarray, tree_json: str, stable_ids: tuple[int, ...]) ->
     return np.asarray(stable_ids, dtype=np.int64)[leaf_labels_from_json(x, tree_json)]
 
 
-def _route(X: da.Array, tree_json: str, stable_ids) -> da.Array:
+def route_to_stable_ids(X: da.Array, tree_json: str, stable_ids) -> da.Array:
+    """Lazy stable cluster ids of X's rows (-1 for rows with NaN/inf), in X's row chunks."""
     return ChunkedData(X).label_rows(stable_labels, tree_json, tuple(int(i) for i in stable_ids))
 
 
@@ -158,7 +168,7 @@ def continuity(input_path: str, tree_json: str, identity: dict, previous: dict |
         if same_rows:
             before = da.from_zarr(previous["url"], component="labels").rechunk((X.chunks[0],))
         else:
-            before = _route(X, previous["tree"], previous["stable_ids"])
+            before = route_to_stable_ids(X, previous["tree"], previous["stable_ids"])
         now = ChunkedData(X).label_rows(leaf_labels_from_json, tree_json)
         with counting_passes(client, X) as counted:
             table = contingency(before, now, shape=(max(previous["stable_ids"]) + 1, n_leaves))
@@ -178,7 +188,7 @@ def write_labels(input_path: str, tree_json: str, stable_ids: list[int], attempt
     with cluster_client() as client:
         X = open_input(input_path, storage_options)
         with counting_passes(client, X) as counted:
-            _route(X, tree_json, stable_ids).to_zarr(attempt_url, component="labels", overwrite=True)
+            route_to_stable_ids(X, tree_json, stable_ids).to_zarr(attempt_url, component="labels", overwrite=True)
     return counted
 
 
@@ -263,7 +273,8 @@ def recluster(
     """
     logger = get_run_logger()
     make_estimator(method, n_clusters, params, random_state)
-    runner = dask_task_runner(cluster)
+    with get_client(sync_client=True) as client:
+        runner = dask_task_runner(cluster, api_url=str(client.api_url))
     runs = RunsStore(store)
     started = time.perf_counter()
     identity, truth = load_and_validate(input_path, storage_options, true_labels)
@@ -308,4 +319,4 @@ def recluster(
     return run_id
 
 
-__all__ = ["dask_task_runner", "make_estimator", "recluster", "stable_labels"]
+__all__ = ["dask_task_runner", "make_estimator", "recluster", "route_to_stable_ids", "stable_labels"]
