@@ -7,6 +7,7 @@
     lowdens plot RUN [--out DIR]
     lowdens runs list | lowdens runs show RUN
     lowdens serve INPUT [--cron "0 2 * * *"] ...   the recluster deployment, on the server at PREFECT_API_URL
+                                                   (with fit's options, but --run-id: each run gets its own)
 
 Every command takes ``--store RUNS`` (default ``./lowdens-runs``). Errors are one line on stderr and a non-zero
 exit status.
@@ -43,6 +44,11 @@ def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--labels", default=None, help="true labels (.npy, .csv, parquet, zarr) for ARI and purity")
     parser.add_argument("--random-state", type=int, default=0)
     _add_store(parser)
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
+    cluster.add_argument("--workers", type=int, default=None, help="workers of the temporary LocalCluster")
+    cluster.add_argument("--cluster-class", default=None, help="e.g. dask_kubernetes.operator.KubeCluster")
+    parser.add_argument("--cluster-kwargs", default=None, metavar="JSON", help="keyword arguments of the cluster class")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,11 +66,6 @@ def _parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="recluster an array with the recluster flow and persist the run")
     _add_recluster_options(fit)
     fit.add_argument("--run-id", default=None, help="run id (default: made from the time)")
-    cluster = fit.add_mutually_exclusive_group()
-    cluster.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
-    cluster.add_argument("--workers", type=int, default=None, help="workers of the temporary LocalCluster")
-    cluster.add_argument("--cluster-class", default=None, help="e.g. dask_kubernetes.operator.KubeCluster")
-    fit.add_argument("--cluster-kwargs", default=None, metavar="JSON", help="keyword arguments of the cluster class")
 
     predict = sub.add_parser("predict", help="the cluster ids of a run for new rows")
     predict.add_argument("run", help="a run id")
@@ -269,6 +270,7 @@ def _serve(args) -> int:
         "random_state": args.random_state,
         "store": args.store,
         "true_labels": args.labels,
+        "cluster": _cluster(args),
     }
     print(f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r}")
     recluster.serve(name=args.name, cron=args.cron, parameters=parameters)
