@@ -97,7 +97,8 @@ def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) ->
     kind of cluster (``cluster_kwargs`` alone configure the ``LocalCluster``).
 
     ``api_url``: the Prefect API the workers of a temporary ``LocalCluster`` report to (the flow's own, also
-    when it is Prefect's temporary server; otherwise each worker would start a server of its own).
+    when it is Prefect's temporary server; otherwise each worker would start a server of its own). Workers of
+    other clusters get theirs from their environment (``PREFECT_API_URL``, see deploy/).
     """
     cluster = dict(cluster or {})
     unknown = sorted(set(cluster) - set(CLUSTER_KEYS))
@@ -105,9 +106,13 @@ def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) ->
         raise ValueError(f"Unknown cluster settings {unknown}; use {list(CLUSTER_KEYS)}.")
     if "address" in cluster and set(cluster) & {"cluster_class", "cluster_kwargs", "adapt_kwargs"}:
         raise ValueError("A cluster 'address' cannot be combined with cluster_class, cluster_kwargs or adapt_kwargs.")
-    if api_url and "address" not in cluster and "cluster_class" not in cluster:
+    if "address" not in cluster and "cluster_class" not in cluster:
+        # a temporary LocalCluster: its workers import the tasks' modules while they start (all at once,
+        # instead of on each worker's first task), and report to the flow's API
         kwargs = dict(cluster.get("cluster_kwargs") or {})
-        kwargs["env"] = {"PREFECT_API_URL": api_url, **(kwargs.get("env") or {})}
+        kwargs.setdefault("preload", [__name__])
+        if api_url:
+            kwargs["env"] = {"PREFECT_API_URL": api_url, **(kwargs.get("env") or {})}
         cluster["cluster_kwargs"] = kwargs
     return DaskTaskRunner(**cluster)
 
@@ -153,13 +158,11 @@ def fit(input_path: str, method: str, n_clusters, params: dict, random_state: in
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def continuity(input_path: str, tree_json: str, identity: dict, previous: dict | None, storage_options) -> dict:
+def continuity(input_path: str, tree_json: str, identity: dict, previous: dict, storage_options) -> dict:
     """Stable cluster ids (new leaf label -> id) and the stability figures against the previous run on the same
     input: on the same rows (same shape and fingerprint) the previous labels are compared with the new ones;
-    otherwise the rows are routed through the previous tree. Without a previous run the ids are the labels."""
+    otherwise the rows are routed through the previous tree."""
     n_leaves = ClusterTree.from_json(tree_json).n_leaves
-    if previous is None:
-        return {"stable_ids": list(range(n_leaves)), "stability": None, "passes": 0.0}
     same_rows = previous["input"]["shape"] == identity["shape"] and (
         previous["input"]["fingerprint"] == identity["fingerprint"]
     )
@@ -237,7 +240,11 @@ def recluster_on_dask(
     fitted = step("fit", fit.submit(input_path, method, n_clusters, params, random_state, storage_options))
     tree_json = fitted["tree"]
     logger.info("fit: %d clusters", ClusterTree.from_json(tree_json).n_leaves)
-    matched = step("continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options))
+    if previous is None:  # the first run on this input: its ids are its labels (no task, no pass)
+        n_leaves = ClusterTree.from_json(tree_json).n_leaves
+        matched = {"stable_ids": list(range(n_leaves)), "stability": None}
+    else:
+        matched = step("continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options))
     step(
         "write_labels", write_labels.submit(input_path, tree_json, matched["stable_ids"], attempt_url, storage_options)
     )
