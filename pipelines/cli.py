@@ -256,6 +256,7 @@ def _runs(args) -> int:
 
 def _serve(args) -> int:
     from prefect.settings import PREFECT_API_URL
+    from prefect.types.entrypoint import EntrypointType
 
     from .flows import recluster
 
@@ -273,7 +274,8 @@ def _serve(args) -> int:
         "cluster": _cluster(args),
     }
     print(f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r}")
-    recluster.serve(name=args.name, cron=args.cron, parameters=parameters)
+    # registered by module path (lowdens_pipelines.flows.recluster), so any worker with the package can load it
+    recluster.serve(name=args.name, cron=args.cron, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH)
     return 0
 
 

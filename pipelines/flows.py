@@ -111,6 +111,7 @@ def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) ->
         # instead of on each worker's first task), and report to the flow's API
         kwargs = dict(cluster.get("cluster_kwargs") or {})
         kwargs.setdefault("preload", [__name__])
+        kwargs.setdefault("dashboard_address", ":0")  # a free port: runs side by side do not clash
         if api_url:
             kwargs["env"] = {"PREFECT_API_URL": api_url, **(kwargs.get("env") or {})}
         cluster["cluster_kwargs"] = kwargs

@@ -14,7 +14,12 @@ from lowdens_pipelines import RunsStore
 
 def lowdens(*args, cwd):
     return subprocess.run(
-        [sys.executable, "-m", "lowdens_pipelines.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "lowdens_pipelines.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 

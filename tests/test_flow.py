@@ -1,27 +1,10 @@
 """The recluster flow (issue 10, part): Prefect without a server (its ephemeral mode), a real Dask cluster
 (DaskTaskRunner), a real zarr store and runs store."""
 
-import os
 
 import numpy as np
 import pytest
 import zarr
-
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-
-
-@pytest.fixture(scope="module")
-def prefect_home(tmp_path_factory):
-    home = tmp_path_factory.mktemp("prefect-home")
-    old = os.environ.get("PREFECT_HOME")
-    os.environ["PREFECT_HOME"] = str(home)
-    yield home
-    if old is None:
-        os.environ.pop("PREFECT_HOME", None)
-    else:
-        os.environ["PREFECT_HOME"] = old
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +28,7 @@ def flow_on_local_cluster():
     return partial(recluster, cluster=LOCAL)
 
 
-def test_recluster_persists_a_complete_run(prefect_home, data, tmp_path):
+def test_recluster_persists_a_complete_run(data, tmp_path):
     from lowdens_pipelines import RunsStore
 
     from lowdens_dask import MDHClustering
@@ -83,7 +66,7 @@ def test_recluster_persists_a_complete_run(prefect_home, data, tmp_path):
         ({"input_path": "missing.zarr"}, "missing.zarr"),
     ],
 )
-def test_bad_input_fails_and_leaves_no_run(prefect_home, data, tmp_path, kwargs, message):
+def test_bad_input_fails_and_leaves_no_run(data, tmp_path, kwargs, message):
     from lowdens_pipelines import RunsStore
 
     path, _, _ = data
@@ -96,7 +79,7 @@ def test_bad_input_fails_and_leaves_no_run(prefect_home, data, tmp_path, kwargs,
     assert RunsStore(store).runs() == []
 
 
-def test_lowdens_fit_runs_the_flow(prefect_home, data, tmp_path, capsys):
+def test_lowdens_fit_runs_the_flow(data, tmp_path, capsys):
     from lowdens_pipelines import RunsStore
     from lowdens_pipelines.cli import main
 
@@ -112,7 +95,7 @@ def test_lowdens_fit_runs_the_flow(prefect_home, data, tmp_path, capsys):
     assert run.attrs["metrics"]["adjusted_rand"] > 0.99 and run.attrs["input"]["path"] == str(tmp_path / "X.npy")
 
 
-def test_lowdens_demo(prefect_home, tmp_path):
+def test_lowdens_demo(tmp_path):
     """The README's first command: a bundled data set, clustered by the flow, persisted, plotted."""
     import subprocess
     import sys

@@ -1,0 +1,222 @@
+"""``lowdens serve`` against a real Prefect server (issue acceptance): a ``prefect server start`` on a free
+localhost port (its SQLite database in a temporary folder, analytics off), the recluster deployment served
+with a cron schedule, the schedule checked through the API, a run triggered, waited for, and read back from
+the runs store; then both processes are stopped."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+SERVER_START_TIMEOUT = 180  # the first start migrates a new database; CI machines are slow
+DEPLOYMENT_TIMEOUT = 120
+RUN_TIMEOUT = 300
+CRON = "0 2 * * *"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _tail(path: Path, chars: int = 6000) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError as exc:
+        return f"<{path}: {exc}>"
+
+
+def _healthy(api_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{api_url}/health", timeout=5) as response:
+            return response.status == 200
+    except OSError:  # URLError is an OSError: refused while the server starts
+        return False
+
+
+def _start(argv: list[str], env: dict, cwd: Path, log: Path) -> subprocess.Popen:
+    """A process in a session of its own (so that it and its children can be stopped together), its output in
+    ``log`` (a file, never a pipe nobody reads)."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+def _stop(process: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM to the process, its session and every descendant (e.g. a flow run's subprocess and its Dask
+    workers in a session of their own); SIGKILL whatever is left after ``timeout`` seconds."""
+    import psutil
+
+    try:
+        descendants = psutil.Process(process.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+
+    def signal_all(sig):
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for child in descendants:
+            try:
+                child.send_signal(sig)
+            except psutil.Error:
+                pass
+
+    if process.poll() is None or descendants:
+        signal_all(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        signal_all(signal.SIGKILL)
+        process.wait(30)
+    _, alive = psutil.wait_procs(descendants, timeout=10)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+
+
+def _env(home: Path, **extra: str) -> dict:
+    """The test's environment without its Prefect settings (a PREFECT_API_URL or PREFECT_HOME of the caller, the
+    WARNING log level other tests set) plus ``extra``."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
+    env.update(
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_UI_ENABLED="false",
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+@pytest.fixture
+def prefect_server(tmp_path):
+    """A real ``prefect server start`` on a free port: yields its API URL; stopped (and checked) at teardown."""
+    folder = tmp_path / "server"
+    folder.mkdir()
+    port = _free_port()
+    log = folder / "server.log"
+    env = _env(
+        folder / "home",
+        PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{folder / 'prefect.db'}",
+        PREFECT_SERVER_LOGGING_LEVEL="WARNING",
+    )
+    argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    server = _start([*argv, "--analytics-off", "--no-ui"], env, folder, log)
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"prefect server start exited ({server.returncode}) before it was healthy:\n{_tail(log)}")
+            if _healthy(api_url):
+                break
+            if time.monotonic() > deadline:
+                pytest.fail(f"prefect server start not healthy after {SERVER_START_TIMEOUT} s:\n{_tail(log)}")
+            time.sleep(0.5)
+        yield api_url
+    finally:
+        _stop(server)
+    assert server.returncode is not None, "the Prefect server is still running"
+
+
+@pytest.fixture
+def blobs(tmp_path):
+    rng = np.random.default_rng(1)
+    y = np.repeat(np.arange(3), 2_000)
+    rng.shuffle(y)
+    centres = np.array([[0, 0, 0, 0], [8, 0, 0, 0], [0, 8, 0, 0]], dtype="f4")
+    X = (rng.normal(size=(6_000, 4)) + centres[y]).astype("f4")
+    path = str(tmp_path / "X.zarr")
+    zarr.create_array(path, data=X, chunks=(1_000, 4))
+    return path, X, y
+
+
+def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
+    from lowdens_pipelines import RunsStore
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from sklearn.metrics import adjusted_rand_score
+
+    path, X, y = blobs
+    store = str(tmp_path / "runs")
+    log = tmp_path / "serve.log"
+    argv = [sys.executable, "-m", "lowdens_pipelines.cli", "serve", path, "--n-clusters", "3", "--store", store]
+    env = _env(tmp_path / "serve-home", PREFECT_API_URL=prefect_server, PREFECT_RUNNER_POLL_FREQUENCY="2")
+    serve = _start([*argv, "--workers", "1", "--cron", CRON, "--name", "nightly"], env, tmp_path, log)
+
+    def failed(message: str) -> str:
+        return f"{message}\n--- lowdens serve (exit status {serve.poll()}) ---\n{_tail(log)}"
+
+    try:
+        # the test process talks to the server only (no ephemeral server of its own)
+        with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
+            assert str(client.api_url).rstrip("/") == prefect_server
+            deadline = time.monotonic() + DEPLOYMENT_TIMEOUT
+            while True:
+                assert serve.poll() is None, failed("lowdens serve exited")
+                try:
+                    deployment = client.read_deployment_by_name("recluster/nightly")
+                except ObjectNotFound:  # until serve has registered it
+                    deployment = None
+                if deployment is not None and deployment.schedules:
+                    break
+                assert time.monotonic() < deadline, failed("no deployment recluster/nightly")
+                time.sleep(0.5)
+
+            # the schedule and the parameters, as the server has them
+            assert [s.schedule.cron for s in deployment.schedules] == [CRON]
+            assert all(s.active for s in deployment.schedules)
+            parameters = deployment.parameters
+            assert parameters["input_path"] == path and parameters["n_clusters"] == 3
+            assert parameters["store"] == store and parameters["method"] == "mdh"
+            assert parameters["cluster"] == {"cluster_kwargs": {"n_workers": 1}}
+
+            # a manual run (scheduled for now): the serving process picks it up and runs the flow
+            started = time.monotonic()
+            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters={"run_id": "served-1"})
+            while True:
+                flow_run = client.read_flow_run(flow_run.id)
+                if flow_run.state is not None and flow_run.state.is_final():
+                    break
+                assert serve.poll() is None, failed("lowdens serve exited during the run")
+                assert time.monotonic() - started < RUN_TIMEOUT, failed(
+                    f"flow run not done after {RUN_TIMEOUT} s: {flow_run.state!r}"
+                )
+                time.sleep(1)
+            assert flow_run.state.is_completed(), failed(f"flow run {flow_run.state!r}")
+            assert flow_run.deployment_id == deployment.id
+            assert flow_run.parameters["run_id"] == "served-1"
+            print(f"served flow run: {time.monotonic() - started:.1f} s from trigger to Completed")
+    finally:
+        _stop(serve)
+
+    # the persisted run
+    run = RunsStore(store).get("served-1")
+    labels = run.labels.compute()
+    assert labels.shape == (6_000,)
+    assert run.attrs["metrics"]["n_leaves"] == 3
+    np.testing.assert_array_equal(labels, run.predict(X))
+    assert adjusted_rand_score(y, labels) > 0.99
+    assert run.attrs["input"]["path"] == path and run.attrs["params"]["n_clusters"] == 3
+    assert [r.run_id for r in RunsStore(store).runs()] == ["served-1"]
