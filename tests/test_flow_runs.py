@@ -129,3 +129,23 @@ def test_failed_run_leaves_the_store_as_it_was(cluster, tmp_path):
     np.testing.assert_array_equal(after.labels.compute(), labels_before)
     assert os.listdir(os.path.join(store.root, "nightly")) == [os.path.basename(before.url)]
     assert not os.path.exists(os.path.join(store.root, "other")) or os.listdir(os.path.join(store.root, "other")) == []
+
+
+def test_rows_with_nan_follow_the_nonfinite_policy(cluster, tmp_path):
+    from lowdens_pipelines import RunsStore
+
+    X, _ = mixture(12_000, 5)
+    X[[3, 4_000, 11_999]] = np.nan
+    X[7, 2] = np.inf
+    path = write(str(tmp_path / "X.zarr"), X)
+    store = RunsStore(str(tmp_path / "runs"))
+    with pytest.raises(ValueError, match="4 of 12000 rows with NaN or infinite values"):
+        run_flow(cluster, path, store.root, "strict")
+    assert store.runs() == []
+    run_flow(cluster, path, store.root, "skipping", params={"nonfinite": "skip"})
+    run = store.get("skipping")
+    labels = run.labels.compute()
+    assert sorted(np.flatnonzero(labels == -1)) == [3, 7, 4_000, 11_999]
+    assert run.attrs["metrics"]["n_unlabelled"] == 4 and run.attrs["metrics"]["n_nonfinite_"] == 4
+    finite = np.isfinite(X).all(axis=1)
+    np.testing.assert_array_equal(labels[finite], run.predict(X[finite]))
