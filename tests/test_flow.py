@@ -1,7 +1,6 @@
 """The recluster flow (issue 10, part): Prefect without a server (its ephemeral mode), a real Dask cluster
 (DaskTaskRunner), a real zarr store and runs store."""
 
-
 import numpy as np
 import pytest
 import zarr
@@ -58,23 +57,44 @@ def test_recluster_persists_a_complete_run(data, tmp_path):
     assert [r.run_id for r in RunsStore(store).runs()] == ["night-1"]
 
 
+BAD_ARRAYS = {
+    "1-D": lambda p: zarr.create_array(p, data=np.arange(10.0)),
+    "empty": lambda p: zarr.create_array(p, shape=(0, 4), dtype="f8"),
+    "complex": lambda p: zarr.create_array(p, data=np.ones((5, 2), dtype=complex)),
+    "one row": lambda p: zarr.create_array(p, data=np.ones((1, 2))),
+}
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
         ({"method": "kmeans"}, "Unknown method 'kmeans'"),
         ({"params": {"alpha": 3}}, "Unknown parameters \\['alpha'\\]"),
+        ({"cluster": {"adress": "tcp://x:8786"}}, "Unknown cluster settings \\['adress'\\]"),
+        ({"true_labels": [0, 1]}, "The true labels have shape \\(2,\\); the input has 30000 rows"),
         ({"input_path": "missing.zarr"}, "missing.zarr"),
+        ({"input_path": "1-D"}, "must be 2-D"),
+        ({"input_path": "empty"}, "the array is empty"),
+        ({"input_path": "complex"}, "must hold real numbers"),
+        ({"input_path": "one row"}, "has 1 row\\(s\\); at least 2 are needed"),
     ],
 )
-def test_bad_input_fails_and_leaves_no_run(data, tmp_path, kwargs, message):
-    from lowdens_pipelines import RunsStore
+def test_bad_input_fails_before_any_cluster_and_leaves_no_run(data, tmp_path, monkeypatch, kwargs, message):
+    from lowdens_pipelines import RunsStore, flows
 
+    def cluster_work(*args, **kwargs):
+        raise AssertionError("the cluster work started")
+
+    monkeypatch.setattr(flows.recluster_on_dask, "with_options", cluster_work)
     path, _, _ = data
     store = str(tmp_path / "runs")
     arguments = {"input_path": path, "n_clusters": 3, "store": store, "run_id": "bad", **kwargs}
-    if arguments["input_path"] == "missing.zarr":
+    if arguments["input_path"] in BAD_ARRAYS:
+        BAD_ARRAYS[arguments["input_path"]](str(tmp_path / "X.zarr"))
+        arguments["input_path"] = str(tmp_path / "X.zarr")
+    elif arguments["input_path"] == "missing.zarr":
         arguments["input_path"] = str(tmp_path / "missing.zarr")
-    with pytest.raises(Exception, match=message):
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
         flow_on_local_cluster()(**arguments)
     assert RunsStore(store).runs() == []
 
