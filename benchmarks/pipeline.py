@@ -39,6 +39,25 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
+NOTES = """
+## Notes
+
+- **Where the temporary cluster's overhead goes.** A flow run on a temporary LocalCluster starts fresh worker
+  processes that import Prefect, prefect-dask, scikit-learn and the library (about 4 s of imports per
+  process on this machine; the workers preload them while the cluster starts) and load the numba kernels
+  from the cache on the worker that fits, while the direct call runs the estimator in a process that has
+  all of that loaded. Each Prefect task also costs API round trips and a worker client (`get_dask_client`).
+  On a standing cluster, whose workers have imported everything once, the overhead is within the target.
+  What would close the gap for the temporary cluster: workers forked from a process that has the modules
+  imported (a forkserver preloaded with them), or keeping a cluster up between runs, as the standing
+  configuration does.
+- **Memory in the soak** is the RSS of the one process that ran all 20 flows (each with its own temporary
+  cluster): it grows by about 1 MiB per run (Prefect and distributed state kept in the process; traced
+  Python allocations after 8 runs on one in-process cluster were mostly the scheduler's message history).
+  Under `lowdens serve` each flow run executes in a process of its own, so a serving process does not
+  accumulate it.
+"""
+
 LOCAL = {"n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}
 
 
@@ -274,7 +293,7 @@ def main(argv=None):
         f"at night {len(soak) // 2 + 1}, {soak[-1]['rss_mib']:.0f} MiB after night {len(soak)}. The store holds exactly "
         f"its committed runs: {'yes' if all(r['store_bytes'] == r['run_bytes'] for r in soak) else 'NO'}.",
     ]
-    path = write_markdown(args.output, "Pipeline benchmark", command_line(), "\n".join(body))
+    path = write_markdown(args.output, "Pipeline benchmark", command_line(), "\n".join(body) + NOTES)
     print(f"wrote {path}")
 
 

@@ -100,8 +100,13 @@ def test_worker_killed_during_the_fit(cluster, tmp_path):
     assert kill.killed is not None, "no worker was killed"
     assert kill.redone, "no work was lost and redone"
     killed = RunsStore(str(tmp_path / "killed")).get("killed")
-    assert killed.tree.to_json() == calm.tree.to_json()
     np.testing.assert_array_equal(killed.labels.compute(), calm.labels.compute())
+    # the same tree; its hyperplanes may differ in the last bits when a restarted worker redid a chunk
+    for a, b in zip(killed.tree, calm.tree, strict=True):
+        assert (a.id, a.size, a.children) == (b.id, b.size, b.children)
+        if a.v is not None:
+            np.testing.assert_allclose(a.v, b.v, atol=1e-6)
+            assert abs(a.b - b.b) < 1e-6
     cluster.wait_for_workers(3, timeout=60)
 
 

@@ -49,17 +49,25 @@ class Cluster:
         self.client = Client(self.cluster)
 
     def ready(self):
-        try:
-            self.client.wait_for_workers(2, timeout=20)
-        except TimeoutError:
-            self.replace()
-            self.client.wait_for_workers(2, timeout=60)
-        return self.cluster.scheduler
+        for _ in range(3):
+            try:
+                self.client.wait_for_workers(2, timeout=30)
+                return self.cluster.scheduler
+            except (TimeoutError, OSError):  # a restarted worker that never registered, or a broken cluster
+                self.replace()
+        raise RuntimeError("no cluster with two workers after three tries")
 
     def close(self):
-        if self.client is not None:
-            self.client.close()
-            self.cluster.close()
+        """Close, with a time limit: a cluster whose worker was killed can fail to close cleanly (its
+        processes then end with the test process)."""
+        if self.client is None:
+            return
+        for closing in (self.client.close, lambda: self.cluster.close(timeout=30)):
+            try:
+                closing()
+            except Exception:  # noqa: BLE001
+                pass
+        self.client = self.cluster = None
 
 
 @pytest.fixture(scope="module")
