@@ -223,7 +223,7 @@ def _predict(args) -> int:
     from dask.diagnostics import ProgressBar
 
     from .flows import route_to_stable_ids
-    from .inputs import open_input, write_labels
+    from .inputs import open_input, save_labels
 
     run = RunsStore(args.store).get(args.run)
     X = open_input(args.input)
@@ -233,7 +233,7 @@ def _predict(args) -> int:
         )
     labels = route_to_stable_ids(X, run.tree.to_json(), run.stable_ids)
     with ProgressBar(minimum=2):
-        path = write_labels(labels, args.out)
+        path = save_labels(labels, args.out)
     print(f"{path}\t{X.shape[0]} rows")
     return 0
 

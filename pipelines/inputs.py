@@ -1,5 +1,5 @@
 """The inputs of the pipelines: a 2-D array of rows from a zarr array, ``.npy``, ``.csv`` or parquet, as a
-row-chunked Dask array; true labels from the same formats; and labels written in the format an output path's
+row-chunked Dask array; true labels from the same formats; and labels saved in the format an output path's
 suffix names.
 
 Zarr and ``.npy`` are read chunk by chunk wherever the chunks are computed, so they scale; a ``.csv`` file is
@@ -133,7 +133,7 @@ def load_labels(path: str | os.PathLike, storage_options: dict | None = None) ->
     return labels
 
 
-def write_labels(labels: da.Array, out: str | os.PathLike, storage_options: dict | None = None) -> str:
+def save_labels(labels: da.Array, out: str | os.PathLike, storage_options: dict | None = None) -> str:
     """Write 1-D labels to ``out`` in the format its suffix names (``.zarr``, ``.npy``, ``.csv`` with a
     ``label`` column, ``.parquet``); returns the path written."""
     out = os.fspath(out)
