@@ -1,0 +1,155 @@
+"""Spectral connectivity of projected data: λ₂ of the graph Laplacian of weighted points and its exact
+gradient with respect to the projection matrix (issue 11, first part: the objective; the index's pursuit
+schedule and split rule are still to come).
+
+Hofmeyr, Pavlidis & Eckley, "Minimum spectral connectivity projection pursuit" (arXiv:1509.01546), following
+``shared/research/seed-spectral.md``:
+
+- the kernel k(x) = (x/α + 1)^α e^{−x} (eq. 30) on distances between transformed projections, scaled by σ;
+- the balancing transform T_Δ (eqs. 22-25): the identity on Δ_i = [−βσ_i, βσ_i] (σ_i the weighted standard
+  deviation of the i-th projected coordinate of centred data) and a contraction with slope about δ outside;
+- weighted points (microclusters with counts n_j, §7, Lemma 6): the K×K problem has exactly the λ₂ of the
+  data with each centre repeated n_j times (tested against that N×N Laplacian);
+- the gradient of §5.2, with the errata of spec §15 (the sign of the exponent in eq. 37, the squared
+  coefficient in eq. 36, and the factor n_j n_k kept in the normalised case), and the dependence of σ_i on
+  the projection through the transform's Jacobian (eqs. 34-35), which is diagonal plus rank one.
+
+Everything is plain numpy: one dense K×K eigenproblem per evaluation (K is a few hundred microclusters).
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+LAPLACIANS = ("standard", "normalized")
+
+
+def kernel(x: np.ndarray, alpha: float) -> np.ndarray:
+    """k(x) = (x/α + 1)^α e^{−x} for x >= 0 (eq. 30); α = 0 is the Laplace kernel e^{−x}."""
+    x = np.asarray(x, dtype=np.float64)
+    if alpha == 0:
+        return np.exp(-x)
+    return np.exp(alpha * np.log1p(x / alpha) - x)
+
+
+def _kernel_slope_over_x(x: np.ndarray, alpha: float) -> np.ndarray:
+    """k'(x)/x = −(1/α)(x/α + 1)^{α−1} e^{−x}: finite at x = 0 for α > 0 (for α = 0, k'(x) = −e^{−x})."""
+    return -np.exp((alpha - 1) * np.log1p(x / alpha) - x) / alpha
+
+
+class Transformed(NamedTuple):
+    """T_Δ applied to one projected coordinate, with what its Jacobian needs."""
+
+    t: np.ndarray  #: transformed values
+    slope: np.ndarray  #: h_m = dt/dz at each value
+    kappa: np.ndarray  #: κ_m: the Jacobian is diag(h) + κ gᵀ
+    g: np.ndarray  #: g_k = dσ_i/dp_k
+
+
+def balancing_transform(p: np.ndarray, n: np.ndarray, beta: float, delta: float) -> Transformed:
+    """T_Δ on one coordinate of centred weighted projections ``p`` (weights ``n``), Δ = [−βσ, βσ] (eqs. 23, 25).
+
+    The slope outside Δ is δ(1−δ)(dist + c*)^{−δ} with c* = (δ(1−δ))^{1/δ}; β = inf is the identity."""
+    total = n.sum()
+    if not math.isfinite(beta):
+        ones = np.ones_like(p)
+        return Transformed(p.copy(), ones, np.zeros_like(p), np.zeros_like(p))
+    sd = math.sqrt(float(n @ (p * p)) / total)
+    lo, hi = -beta * sd, beta * sd
+    c_star = math.exp(math.log(delta * (1 - delta)) / delta)  # underflows to 0 for small δ, as the spec allows
+    offset = delta * c_star ** (1 - delta)
+    below, above = p < lo, p > hi
+    t = p - lo
+    slope = np.ones_like(p)
+    gap = lo - p[below] + c_star
+    t[below] = -delta * gap ** (1 - delta) + offset
+    slope[below] = delta * (1 - delta) * gap**-delta
+    gap = p[above] - hi + c_star
+    t[above] = delta * gap ** (1 - delta) - offset + (hi - lo)
+    slope[above] = delta * (1 - delta) * gap**-delta
+    kappa = np.full_like(p, beta)
+    kappa[below] = beta * slope[below]
+    kappa[above] = 2 * beta - beta * slope[above]
+    g = n * p / (total * sd) if sd > 0 else np.zeros_like(p)
+    return Transformed(t, slope, kappa, g)
+
+
+class Connectivity(NamedTuple):
+    value: float  #: λ₂ + ω Σ_{a≠b} (V_aᵀV_b)²
+    eigenvalue: float  #: λ₂
+    gradient: np.ndarray  #: d value / d V, shape (d, l)
+    eigenvector: np.ndarray  #: u, the unit eigenvector of λ₂ of the K×K matrix
+
+
+def spectral_connectivity(
+    V: np.ndarray,
+    centres: np.ndarray,
+    counts: np.ndarray,
+    sigma: float,
+    *,
+    laplacian: str = "standard",
+    alpha: float = 0.1,
+    beta: float = math.inf,
+    delta: float = 0.01,
+    omega: float = 0.0,
+) -> Connectivity:
+    """λ₂ of the Laplacian of the weighted points ``centres`` (K×d, counts n_j, centred so that Σ n_j c_j = 0)
+    projected on ``V`` (d×l) and transformed by T_Δ, with similarities k(‖t_j − t_k‖/σ), plus the penalty
+    ω Σ_{a≠b}(V_aᵀV_b)² (eq. 26); and its gradient with respect to V (§5.2, errata corrected).
+
+    ``laplacian="standard"``: L = D − A on the repeated points, i.e. M = diag(S n) − (√n √nᵀ) ∘ S (Lemma 6).
+    ``laplacian="normalized"``: I − D^{−1/2} A D^{−1/2}, i.e. W = (n nᵀ) ∘ S, M = I − D_W^{−1/2} W D_W^{−1/2}.
+    """
+    if laplacian not in LAPLACIANS:
+        raise ValueError(f"laplacian must be one of {LAPLACIANS}; got {laplacian!r}.")
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim == 1:
+        V = V[:, None]
+    C = np.asarray(centres, dtype=np.float64)
+    n = np.asarray(counts, dtype=np.float64)
+    P = C @ V  # K × l
+    parts = [balancing_transform(P[:, i], n, beta, delta) for i in range(V.shape[1])]
+    T = np.stack([part.t for part in parts], axis=1)
+    diff = T[:, None, :] - T[None, :, :]  # K × K × l: t_j − t_k
+    r = np.sqrt((diff**2).sum(axis=2)) / sigma
+    S = kernel(r, alpha)
+    if laplacian == "standard":
+        root = np.sqrt(n)
+        M = np.diag(S @ n) - root[:, None] * root[None, :] * S
+        lam, U = np.linalg.eigh(M)
+        u = U[:, 1]
+        a = u / root
+        G = n[:, None] * n[None, :] * (a[:, None] - a[None, :]) ** 2
+    else:
+        W = n[:, None] * n[None, :] * S
+        degree = W.sum(axis=1)
+        scale = 1 / np.sqrt(degree)
+        M = np.eye(len(n)) - scale[:, None] * W * scale[None, :]
+        lam, U = np.linalg.eigh(M)
+        u = U[:, 1]
+        b = u * scale
+        G = n[:, None] * n[None, :] * ((b[:, None] - b[None, :]) ** 2 - lam[1] * (b[:, None] ** 2 + b[None, :] ** 2))
+    # dS_jm/dT_im = k'(r)/r · (T_im − T_ij)/σ²; dλ/dT_im = Σ_j G_jm dS_jm/dT_im
+    if alpha == 0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            weight = np.where(r > 0, -np.exp(-r) / r, 0.0)
+    else:
+        weight = _kernel_slope_over_x(r, alpha)
+    coeff = G * weight / sigma**2  # K × K
+    gram = V.T @ V
+    off = gram - np.diag(np.diag(gram))
+    gradient = np.empty_like(V)
+    for i, part in enumerate(parts):
+        dT = -(coeff * diff[:, :, i]).sum(axis=0)  # Σ_j coeff_jm (T_im − T_ij), as T_ij − T_im = diff[j, m]
+        dP = dT * part.slope + (dT @ part.kappa) * part.g
+        gradient[:, i] = C.T @ dP + 4 * omega * (V @ off[:, i])
+    value = float(lam[1] + omega * (off**2).sum())
+    return Connectivity(value, float(lam[1]), gradient, u)
+
+
+__all__ = ["LAPLACIANS", "Connectivity", "balancing_transform", "kernel", "spectral_connectivity"]
