@@ -62,13 +62,16 @@ def test_gradient_matches_finite_differences(laplacian, l, beta, omega, alpha):
         P = C @ V[:, 0]
         sd = math.sqrt(n @ P**2 / n.sum())
         assert np.any(np.abs(P) > beta * sd)
+
+    def value(W):
+        return spectral_connectivity(W, C, n, 0.7, **kwargs).value
+
     step = 1e-6
     numeric = np.zeros_like(V)
     for index in np.ndindex(V.shape):
         up, down = V.copy(), V.copy()
         up[index] += step
         down[index] -= step
-        value = lambda W: spectral_connectivity(W, C, n, 0.7, **kwargs).value  # noqa: E731
         numeric[index] = (value(up) - value(down)) / (2 * step)
     np.testing.assert_allclose(got.gradient, numeric, rtol=2e-5, atol=2e-7 * np.abs(numeric).max())
 
