@@ -286,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # Prefect's temporary server (no PREFECT_API_URL) migrates its database on a first start: give it time.
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+    # and its anonymous usage telemetry stays off unless the user turns it on (offline it logs errors)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
