@@ -21,6 +21,8 @@ _PUBLIC = {
         name: "lowdens_dask.estimators"
         for name in (
             "IPDDP",
+            "LMSC",
+            "LMSCClustering",
             "MCH",
             "MDH",
             "METHODS",
@@ -33,6 +35,8 @@ _PUBLIC = {
             "NCutClustering",
             "NCutH",
             "NCutProjection",
+            "SCPP",
+            "SCPPClustering",
         )
     },
     "ClusterTree": "lowdens_dask.tree",

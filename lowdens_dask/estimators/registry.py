@@ -11,6 +11,7 @@ from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
 from .ncut import NCutClustering, NCutH
 from .projection import MCProjection, MDHProjection, NCutProjection
+from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
 from .variance_ratio import MCClustering, MCH
 
 
@@ -30,6 +31,9 @@ METHODS: dict[str, Method] = {
     "ipddp": Method(IPDDP, None, None),
     "ncut": Method(NCutClustering, NCutH, NCutProjection),
     "mc": Method(MCClustering, MCH, MCProjection),
+    # spectral connectivity: their own pursuit over l-dimensional projections of microclusters
+    "scpp": Method(SCPPClustering, SCPP, None),
+    "lmsc": Method(LMSCClustering, LMSC, None),
 }
 
 

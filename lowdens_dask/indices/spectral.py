@@ -1,6 +1,6 @@
 """Spectral connectivity of projected data: λ₂ of the graph Laplacian of weighted points and its exact
-gradient with respect to the projection matrix (issue 11, first part: the objective; the index's pursuit
-schedule and split rule are still to come).
+gradient with respect to the projection matrix (the objective of SCPP and LMSC; the pursuit is in
+:mod:`lowdens_dask.pursuit.spectral`).
 
 Hofmeyr, Pavlidis & Eckley, "Minimum spectral connectivity projection pursuit" (arXiv:1509.01546), following
 ``shared/research/seed-spectral.md``:
@@ -14,6 +14,10 @@ Hofmeyr, Pavlidis & Eckley, "Minimum spectral connectivity projection pursuit" (
   coefficient in eq. 36, and the factor n_j n_k kept in the normalised case), and the dependence of σ_i on
   the projection through the transform's Jacobian (eqs. 34-35), which is diagonal plus rank one.
 
+The authors' R package SCPP (spec Appendix C) differs in three places, each a parameter here: the Gaussian
+kernel exp(−r²/2) (``similarity="gaussian"``), Δ from the covariance of the node's rows, σ_i = √(V_iᵀ Σ V_i)
+(``covariance=Σ``), and the standard Laplacian divided by N (``standard_scale=1/N``).
+
 Everything is plain numpy: one dense K×K eigenproblem per evaluation (K is a few hundred microclusters).
 """
 
@@ -26,7 +30,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from scipy.linalg import eigh
+
 LAPLACIANS = ("standard", "normalized")
+SIMILARITIES = ("paper", "gaussian")
 
 
 def kernel(x: np.ndarray, alpha: float) -> np.ndarray:
@@ -48,18 +55,24 @@ class Transformed(NamedTuple):
     t: np.ndarray  #: transformed values
     slope: np.ndarray  #: h_m = dt/dz at each value
     kappa: np.ndarray  #: κ_m: the Jacobian is diag(h) + κ gᵀ
-    g: np.ndarray  #: g_k = dσ_i/dp_k
+    g: np.ndarray  #: g_k = dσ_i/dp_k (zero when σ_i is given, as with the covariance form)
+    sd: float  #: σ_i
 
 
-def balancing_transform(p: np.ndarray, n: np.ndarray, beta: float, delta: float) -> Transformed:
+def balancing_transform(
+    p: np.ndarray, n: np.ndarray, beta: float, delta: float, sd: float | None = None
+) -> Transformed:
     """T_Δ on one coordinate of centred weighted projections ``p`` (weights ``n``), Δ = [−βσ, βσ] (eqs. 23, 25).
 
-    The slope outside Δ is δ(1−δ)(dist + c*)^{−δ} with c* = (δ(1−δ))^{1/δ}; β = inf is the identity."""
+    σ is the weighted standard deviation of ``p`` unless ``sd`` is given. The slope outside Δ is
+    δ(1−δ)(dist + c*)^{−δ} with c* = (δ(1−δ))^{1/δ}; β = inf is the identity."""
     total = n.sum()
     if not math.isfinite(beta):
         ones = np.ones_like(p)
-        return Transformed(p.copy(), ones, np.zeros_like(p), np.zeros_like(p))
-    sd = math.sqrt(float(n @ (p * p)) / total)
+        return Transformed(p.copy(), ones, np.zeros_like(p), np.zeros_like(p), math.nan)
+    given = sd is not None
+    if not given:
+        sd = math.sqrt(float(n @ (p * p)) / total)
     lo, hi = -beta * sd, beta * sd
     c_star = math.exp(math.log(delta * (1 - delta)) / delta)  # underflows to 0 for small δ, as the spec allows
     offset = delta * c_star ** (1 - delta)
@@ -75,15 +88,24 @@ def balancing_transform(p: np.ndarray, n: np.ndarray, beta: float, delta: float)
     kappa = np.full_like(p, beta)
     kappa[below] = beta * slope[below]
     kappa[above] = 2 * beta - beta * slope[above]
-    g = n * p / (total * sd) if sd > 0 else np.zeros_like(p)
-    return Transformed(t, slope, kappa, g)
+    g = n * p / (total * sd) if sd > 0 and not given else np.zeros_like(p)
+    return Transformed(t, slope, kappa, g, sd)
 
 
 class Connectivity(NamedTuple):
     value: float  #: λ₂ + ω Σ_{a≠b} (V_aᵀV_b)²
     eigenvalue: float  #: λ₂
-    gradient: np.ndarray  #: d value / d V, shape (d, l)
-    eigenvector: np.ndarray  #: u, the unit eigenvector of λ₂ of the K×K matrix
+    gradient: np.ndarray | None  #: d value / d V, shape (d, l) (None when not asked for)
+    eigenvalues: np.ndarray  #: the three smallest eigenvalues of the K×K matrix (fewer for K < 3)
+    eigenvectors: np.ndarray  #: their unit eigenvectors, shape (K, 3)
+    transformed: np.ndarray  #: T_Δ of the projected points, shape (K, l)
+    sd: np.ndarray  #: σ_i of each projected coordinate (the half-width of Δ_i over β)
+    degree: np.ndarray  #: what maps the eigenvectors to the points: u/√degree (n for L, W's row sums for L_norm)
+
+    @property
+    def eigenvector(self) -> np.ndarray:
+        """u, the unit eigenvector of λ₂."""
+        return self.eigenvectors[:, 1]
 
 
 def spectral_connectivity(
@@ -93,63 +115,90 @@ def spectral_connectivity(
     sigma: float,
     *,
     laplacian: str = "standard",
+    similarity: str = "paper",
     alpha: float = 0.1,
     beta: float = math.inf,
     delta: float = 0.01,
     omega: float = 0.0,
+    covariance: np.ndarray | None = None,
+    standard_scale: float = 1.0,
+    gradient: bool = True,
 ) -> Connectivity:
     """λ₂ of the Laplacian of the weighted points ``centres`` (K×d, counts n_j, centred so that Σ n_j c_j = 0)
     projected on ``V`` (d×l) and transformed by T_Δ, with similarities k(‖t_j − t_k‖/σ), plus the penalty
     ω Σ_{a≠b}(V_aᵀV_b)² (eq. 26); and its gradient with respect to V (§5.2, errata corrected).
 
-    ``laplacian="standard"``: L = D − A on the repeated points, i.e. M = diag(S n) − (√n √nᵀ) ∘ S (Lemma 6).
-    ``laplacian="normalized"``: I − D^{−1/2} A D^{−1/2}, i.e. W = (n nᵀ) ∘ S, M = I − D_W^{−1/2} W D_W^{−1/2}.
+    ``laplacian="standard"``: L = D − A on the repeated points, i.e. M = diag(S n) − (√n √nᵀ) ∘ S (Lemma 6),
+    times ``standard_scale``. ``laplacian="normalized"``: I − D^{−1/2} A D^{−1/2}, i.e. W = (n nᵀ) ∘ S,
+    M = I − D_W^{−1/2} W D_W^{−1/2}. ``similarity``: "paper", k(x) = (x/α + 1)^α e^{−x} (eq. 30), or
+    "gaussian", exp(−x²/2) (the R package). ``covariance``: Δ_i from σ_i = √(V_iᵀ Σ V_i) instead of the
+    weighted spread of the projected points.
     """
     if laplacian not in LAPLACIANS:
         raise ValueError(f"laplacian must be one of {LAPLACIANS}; got {laplacian!r}.")
+    if similarity not in SIMILARITIES:
+        raise ValueError(f"similarity must be one of {SIMILARITIES}; got {similarity!r}.")
     V = np.asarray(V, dtype=np.float64)
     if V.ndim == 1:
         V = V[:, None]
     C = np.asarray(centres, dtype=np.float64)
     n = np.asarray(counts, dtype=np.float64)
     P = C @ V  # K × l
-    parts = [balancing_transform(P[:, i], n, beta, delta) for i in range(V.shape[1])]
+    sds = [None] * V.shape[1]
+    if covariance is not None:
+        sds = [math.sqrt(max(float(V[:, i] @ covariance @ V[:, i]), 0.0)) for i in range(V.shape[1])]
+    parts = [balancing_transform(P[:, i], n, beta, delta, sds[i]) for i in range(V.shape[1])]
     T = np.stack([part.t for part in parts], axis=1)
     diff = T[:, None, :] - T[None, :, :]  # K × K × l: t_j − t_k
-    r = np.sqrt((diff**2).sum(axis=2)) / sigma
-    S = kernel(r, alpha)
+    r2 = (diff**2).sum(axis=2) / sigma**2
+    if similarity == "gaussian":
+        S = np.exp(-0.5 * r2)
+    else:
+        S = kernel(np.sqrt(r2), alpha)
+    K = len(n)
+    top = min(2, K - 1)
     if laplacian == "standard":
-        root = np.sqrt(n)
-        M = np.diag(S @ n) - root[:, None] * root[None, :] * S
-        lam, U = np.linalg.eigh(M)
-        u = U[:, 1]
-        a = u / root
-        G = n[:, None] * n[None, :] * (a[:, None] - a[None, :]) ** 2
+        root, degree = np.sqrt(n), n
+        M = standard_scale * (np.diag(S @ n) - root[:, None] * root[None, :] * S)
     else:
         W = n[:, None] * n[None, :] * S
         degree = W.sum(axis=1)
         scale = 1 / np.sqrt(degree)
-        M = np.eye(len(n)) - scale[:, None] * W * scale[None, :]
-        lam, U = np.linalg.eigh(M)
-        u = U[:, 1]
+        M = np.eye(K) - scale[:, None] * W * scale[None, :]
+    lam, U = eigh(M, subset_by_index=[0, top], driver="evr")
+    gram = V.T @ V
+    off = gram - np.diag(np.diag(gram))
+    value = float(lam[1] + omega * (off**2).sum())
+    sd = np.array([part.sd for part in parts])
+    if not gradient:
+        return Connectivity(value, float(lam[1]), None, lam, U, T, sd, degree)
+    u = U[:, 1]
+    if laplacian == "standard":
+        a = u / root
+        G = standard_scale * n[:, None] * n[None, :] * (a[:, None] - a[None, :]) ** 2
+    else:
         b = u * scale
         G = n[:, None] * n[None, :] * ((b[:, None] - b[None, :]) ** 2 - lam[1] * (b[:, None] ** 2 + b[None, :] ** 2))
     # dS_jm/dT_im = k'(r)/r · (T_im − T_ij)/σ²; dλ/dT_im = Σ_j G_jm dS_jm/dT_im
-    if alpha == 0:
+    if similarity == "gaussian":
+        weight = -S
+    elif alpha == 0:
+        r = np.sqrt(r2)
         with np.errstate(divide="ignore", invalid="ignore"):
             weight = np.where(r > 0, -np.exp(-r) / r, 0.0)
     else:
-        weight = _kernel_slope_over_x(r, alpha)
+        weight = _kernel_slope_over_x(np.sqrt(r2), alpha)
     coeff = G * weight / sigma**2  # K × K
-    gram = V.T @ V
-    off = gram - np.diag(np.diag(gram))
-    gradient = np.empty_like(V)
+    grad = np.empty_like(V)
     for i, part in enumerate(parts):
         dT = -(coeff * diff[:, :, i]).sum(axis=0)  # Σ_j coeff_jm (T_im − T_ij), as T_ij − T_im = diff[j, m]
-        dP = dT * part.slope + (dT @ part.kappa) * part.g
-        gradient[:, i] = C.T @ dP + 4 * omega * (V @ off[:, i])
-    value = float(lam[1] + omega * (off**2).sum())
-    return Connectivity(value, float(lam[1]), gradient, u)
+        grad[:, i] = C.T @ (dT * part.slope) + 4 * omega * (V @ off[:, i])
+        if math.isfinite(beta):  # the dependence of Δ_i on the projection, through σ_i
+            if covariance is None:
+                grad[:, i] += (dT @ part.kappa) * (C.T @ part.g)
+            elif part.sd > 0:
+                grad[:, i] += (dT @ part.kappa) * (covariance @ V[:, i]) / part.sd
+    return Connectivity(value, float(lam[1]), grad, lam, U, T, sd, degree)
 
 
-__all__ = ["LAPLACIANS", "Connectivity", "balancing_transform", "kernel", "spectral_connectivity"]
+__all__ = ["LAPLACIANS", "SIMILARITIES", "Connectivity", "balancing_transform", "kernel", "spectral_connectivity"]

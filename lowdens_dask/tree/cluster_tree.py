@@ -68,10 +68,14 @@ class Node:
         return float(self.stats.get("relative_depth", math.nan))
 
     def set_hyperplane(self, method: str, hyperplane: Hyperplane) -> None:
-        self.rule = HyperplaneRule(hyperplane.v, hyperplane.b)
+        self.set_rule(method, HyperplaneRule(hyperplane.v, hyperplane.b), hyperplane.params, hyperplane.stats)
+
+    def set_rule(self, method: str, rule: SplitRule, params: dict, stats: dict) -> None:
+        """Set the node's split: its rule, the method that found it, its parameters and statistics."""
+        self.rule = rule
         self.method = method
-        self.params = dict(hyperplane.params)
-        self.stats = {key: float(value) for key, value in hyperplane.stats.items()}
+        self.params = dict(params)
+        self.stats = {key: float(value) for key, value in stats.items()}
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -176,10 +180,24 @@ class ClusterTree:
     ) -> Node:
         """Split a leaf with a computed hyperplane; returns the node. Children are new leaves. ``forced`` marks
         a split made although the hyperplane is not a valid split (``force_n_clusters``)."""
+        rule = HyperplaneRule(hyperplane.v, hyperplane.b)
+        return self.add_rule_split(node, method, rule, sizes, hyperplane.params, hyperplane.stats, forced)
+
+    def add_rule_split(
+        self,
+        node: int | Node,
+        method: str,
+        rule: SplitRule,
+        sizes: tuple[float, float],
+        params: dict,
+        stats: dict,
+        forced: bool = False,
+    ) -> Node:
+        """Split a leaf by any split rule (:mod:`lowdens_dask.tree.rules`); returns the node."""
         node = self._node(node)
         if not node.is_leaf:
             raise ValueError(f"Node {node.id} is already split; prune it first.")
-        node.set_hyperplane(method, hyperplane)
+        node.set_rule(method, rule, params, stats)
         node.forced = bool(forced)
         ids = (self._next_id, self._next_id + 1)
         self._next_id += 2

@@ -57,8 +57,58 @@ class HyperplaneRule(SplitRule):
         return f"HyperplaneRule(v={self.v!r}, b={self.b!r})"
 
 
+class NearestCentreRule(SplitRule):
+    """Rows go to the side of their nearest projected centre: ``x @ V`` (l columns) against the K projected
+    (micro)cluster centres of the split, each with its side (the split rule of a multi-dimensional spectral
+    projection, SCPP/LMSC; the points a split was fitted on inherit the side of their own microcluster,
+    and new rows that of the nearest one in the projection)."""
+
+    kind = "nearest-projected-centre"
+    #: Rows routed at once: bounds the memory of the distance block (rows × K).
+    BLOCK = 65536
+
+    def __init__(self, V, centres, sides):
+        self.V = np.asarray(V, dtype=np.float64)
+        if self.V.ndim == 1:
+            self.V = self.V[:, None]
+        self.centres = np.asarray(centres, dtype=np.float64).reshape(-1, self.V.shape[1])
+        self.sides = np.asarray(sides, dtype=bool)
+
+    def side(self, X: np.ndarray) -> np.ndarray:
+        out = np.empty(X.shape[0], dtype=bool)
+        norms = (self.centres**2).sum(axis=1)
+        for start in range(0, X.shape[0], self.BLOCK):
+            P = X[start : start + self.BLOCK] @ self.V
+            scores = norms - 2.0 * (P @ self.centres.T)  # |p - c|^2 without |p|^2
+            out[start : start + P.shape[0]] = self.sides[np.argmin(scores, axis=1)]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "V": self.V.tolist(),
+            "centres": self.centres.tolist(),
+            "sides": [bool(s) for s in self.sides],
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> NearestCentreRule:
+        return cls(payload["V"], payload["centres"], payload["sides"])
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, NearestCentreRule)
+            and np.array_equal(self.V, other.V)
+            and np.array_equal(self.centres, other.centres)
+            and np.array_equal(self.sides, other.sides)
+        )
+
+    def __repr__(self) -> str:
+        return f"NearestCentreRule(l={self.V.shape[1]}, n_centres={len(self.sides)})"
+
+
 #: Split rules by kind, for reading trees back from JSON.
-RULES: dict[str, type[SplitRule]] = {HyperplaneRule.kind: HyperplaneRule}
+RULES: dict[str, type[SplitRule]] = {HyperplaneRule.kind: HyperplaneRule, NearestCentreRule.kind: NearestCentreRule}
 
 
 def rule_from_dict(payload: dict[str, Any]) -> SplitRule:

@@ -1,0 +1,414 @@
+"""Spectral connectivity projection pursuit: SCPP and SCPPClustering (minimum λ₂ projections), LMSC and
+LMSCClustering (the large-margin variant), on the :class:`~lowdens_dask.ClusterTree`.
+
+Hofmeyr, Pavlidis & Eckley, "Minimum spectral connectivity projection pursuit", Statistics and Computing 29
+(2019) (arXiv:1509.01546); defaults of the authors' R package SCPP (``SCPP_cluster``).
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from ..backend.frame import Frame
+from ..indices.spectral import LAPLACIANS, SIMILARITIES
+from ..pursuit.spectral import SCHEMES
+from ..tree import HyperplaneRule
+from ..tree.spectral import grow_spectral_tree
+from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows, use_summary_mode
+from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
+from .divisive import _DivisiveClustering
+
+#: Parameters handed to :func:`lowdens_dask.pursuit.spectral.spectral_split` as they are.
+_SPLIT_PARAMS = (
+    "n_components",
+    "laplacian",
+    "scheme",
+    "omega",
+    "similarity",
+    "scale_multiplier",
+    "betas",
+    "n_microclusters",
+    "microclusters_above",
+    "microcluster_init",
+    "maxiter",
+)
+
+_PARAMETERS_DOC = """
+    n_components : int, default={n_components}
+        Dimension l of the projection (the paper's SCP²_o: 2 with ``omega > 0``; SCP²_c: 3 with ``omega < 0``).
+    laplacian : {{"normalized", "standard"}}, default={laplacian!r}
+        λ₂ of the normalised Laplacian L_norm or of the standard L (§4).
+    scheme : {{"package", "paper"}}, default={scheme!r}
+        Defaults for everything below that is None: "package", the R package SCPP (Gaussian kernel, scale
+        √(mean of the covariance eigenvalues ≥ 1)·(4/(3n))^(1/(4+r)), Δ from the node's covariance, β from 3
+        (1.5 for L) down by 0.2 to 0.5, the smaller side ≥ n/K/5, k-means microclusters above 200 points,
+        weighted 2-means on two eigenvectors); "paper", §7.1 of the paper (kernel (x/0.1+1)^0.1 e^(−x),
+        σ = √(l λ_max) N^(−1/5), δ = min(0.01, σ²), β from 3 down by 0.5, the smaller side ≥ N/(2K),
+        microclusters above 1,000 points, 2-means on the second eigenvector).
+    omega : float, default=1.0
+        Weight of Σ_(i<j) (V_iᵀV_j)² (eq. 26 with unordered pairs, as the R package): > 0 for approximately
+        orthogonal columns, < 0 for correlated ones.
+    similarity : {{"gaussian", "paper"}} or None, default=None
+        The kernel; None is the scheme's.
+    scale_multiplier : float, default=1.0
+        Multiplies the scheme's σ (the paper's Figs. 7-8 sensitivity study).
+    betas : sequence of float or None, default=None
+        The β schedule (largest first); None is the scheme's.
+    n_microclusters : int, default=200
+        k-means microclusters per node (§7; the points themselves below the threshold).
+    microclusters_above : int or None, default=None
+        Use microclusters for nodes with more points than this; None is the scheme's (200 or 1,000).
+    microcluster_init : {{"farthest", "k-means++"}}, default="farthest"
+        Farthest-first traversal from the mean (the R package, deterministic) or k-means++ seeded by
+        ``random_state`` (the paper's runs differ by their microclusters).
+    min_side : float or None, default=None
+        Least weight on the smaller side for a β to be accepted; None is the scheme's rule.
+    maxiter : int, default=100
+        BFGS iterations per minimisation (R's ``optim`` default).
+    standardize : bool, default=False
+        z-score the columns first (the paper rescales every feature to unit variance, §7.2).
+    mode : {{"auto", "exact", "summary"}}, default="auto"
+        "auto" fits in-memory arrays in memory and Dask arrays and zarr stores in summary mode: the
+        scale-out engine's microclusters (one pass) are the points the tree is grown on, and a final pass
+        labels the rows. Exact mode on chunked input is not available for the spectral methods.
+    rows_per_microcluster, nonfinite, storage_options, labels_store
+        Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
+    random_state : int or None, default=None
+        Seeds the k-means++ microclusters, the 2-means of the bi-partition and the summaries.
+"""
+
+_ATTRIBUTES_DOC = """
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
+        Leaf labels of the training rows: each row goes to the side of its nearest projected
+        microcluster at every split (``tree_.predict``), so ``labels_`` equals ``predict(X)``.
+    tree_ : ClusterTree
+        Splits are ``NearestCentreRule`` objects (or hyperplanes, for a one-dimensional projection whose
+        sides do not interleave); node statistics are ``fval`` (λ₂ + penalty), ``eigenvalue`` (λ₂) and
+        ``balanced``; node parameters record σ, β, δ and the number of microclusters.
+    n_clusters_ : int
+    n_evaluations_ : int
+        Objective evaluations over all splits.
+    n_microclusters_, n_nonfinite_ : int
+        Summary mode only.
+"""
+
+
+class _SpectralClustering(_DivisiveClustering):
+    """Shared fit of the spectral estimators: grow the tree on rows in memory, or on the scale-out engine's
+    summaries (summary mode), splitting the largest leaf."""
+
+    _large_margin = False
+    _default_scheme = "package"
+
+    def _n_clusters(self) -> int:
+        return self.n_clusters
+
+    def _store(self, params: dict) -> None:
+        """Keep the constructor's arguments as they are (scikit-learn's convention)."""
+        for key, value in params.items():
+            if key not in ("self", "__class__"):
+                setattr(self, key, value)
+
+    def _check_params(self) -> None:
+        name = type(self).__name__
+        check_positive_int(self._n_clusters(), f"{name}: n_clusters")
+        check_positive_int(self.n_components, f"{name}: n_components")
+        check_positive_int(self.n_microclusters, f"{name}: n_microclusters")
+        check_positive_int(self.maxiter, f"{name}: maxiter")
+        if getattr(self, "laplacian", "standard") not in LAPLACIANS:
+            raise ValueError(f"{name}: laplacian must be one of {LAPLACIANS}; got {self.laplacian!r}.")
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"{name}: scheme must be one of {tuple(SCHEMES)}; got {self.scheme!r}.")
+        if self.similarity is not None and self.similarity not in SIMILARITIES:
+            raise ValueError(f"{name}: similarity must be None or one of {SIMILARITIES}; got {self.similarity!r}.")
+        if self.microcluster_init not in ("farthest", "k-means++"):
+            raise ValueError(
+                f"{name}: microcluster_init must be 'farthest' or 'k-means++'; got {self.microcluster_init!r}."
+            )
+        if not (isinstance(self.omega, numbers.Real) and np.isfinite(self.omega)):
+            raise ValueError(f"{name}: omega must be a finite number; got {self.omega!r}.")
+        if not (isinstance(self.scale_multiplier, numbers.Real) and self.scale_multiplier > 0):
+            raise ValueError(f"{name}: scale_multiplier must be a positive number; got {self.scale_multiplier!r}.")
+        if self.betas is not None:
+            betas = np.asarray(self.betas, dtype=float) if np.ndim(self.betas) == 1 else None
+            if betas is None or betas.size == 0 or not np.all(betas > 0):
+                raise ValueError(f"{name}: betas must be None or a non-empty sequence of positive numbers.")
+        if self.microclusters_above is not None:
+            check_positive_int(self.microclusters_above, f"{name}: microclusters_above")
+        if self.min_side is not None and not (isinstance(self.min_side, numbers.Real) and self.min_side >= 0):
+            raise ValueError(f"{name}: min_side must be None or a non-negative number; got {self.min_side!r}.")
+
+    def _split_params(self) -> dict:
+        params = {key: getattr(self, key, "standard") for key in _SPLIT_PARAMS}
+        if params["betas"] is not None:
+            params["betas"] = tuple(float(b) for b in params["betas"])
+        return {**params, "large_margin": self._large_margin}
+
+    def _min_side(self, total: float) -> float:
+        """The balance asked of every split (spec §8, Appendix C): from the root's size and K."""
+        if self.min_side is not None:
+            return float(self.min_side)
+        k = self._n_clusters()
+        return total / k / 5 if SCHEMES[self.scheme]["min_side_rule"] == "package" else total / (2 * k)
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are the leaves' labels."""
+        self._check_params()
+        check_scale_out_params(self)
+        if use_summary_mode(self, X):
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+        if is_chunked_input(X):
+            raise ValueError(
+                f"{type(self).__name__}: mode='exact' is not available on Dask or zarr input for the spectral "
+                "methods; use mode='summary' (the default for such input) or pass the rows as an array."
+            )
+        X, weights = check_fit_input(self, X, sample_weight)
+        self._fit_rows(X, weights)
+        self.labels_ = self.tree_.predict(X)
+        return self
+
+    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
+        frame, Z = Frame(), X
+        within = 0.0 if spread is None else float(weights @ spread / weights.sum())
+        if self.standardize:
+            frame = Frame(*standardisation(X, weights))
+            Z = (X - frame.mean) / frame.scale
+            within /= float(np.mean(frame.scale**2))
+        with single_threaded_blas():
+            growth = grow_spectral_tree(
+                Z,
+                weights,
+                self._method,
+                self._split_params(),
+                n_clusters=self._n_clusters(),
+                min_side=self._min_side(float(weights.sum())),
+                frame=frame,
+                spread=within,
+                random_state=self.random_state,
+            )
+        if growth.n_leaves < self._n_clusters():
+            warnings.warn(
+                f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
+                "leaf has at least 3 distinct points.",
+                UserWarning,
+                stacklevel=4,
+            )
+        self.tree_ = growth.tree
+        self.n_clusters_ = growth.n_leaves
+        self.n_evaluations_ = growth.n_evaluations
+
+
+def _clustering_doc(summary: str, n_components: int, laplacian: str | None, scheme: str) -> str:
+    params = _PARAMETERS_DOC.format(n_components=n_components, laplacian=laplacian, scheme=scheme)
+    if laplacian is None:  # LMSC: the standard Laplacian only
+        start = params.index("    laplacian :")
+        params = params[:start] + params[params.index("    scheme :") :]
+    return summary + params + _ATTRIBUTES_DOC
+
+
+_ONE_SPLIT_ATTRIBUTES = """    projection_ : ndarray of shape (n_features, l)
+        The projection of the split (original coordinates; one column for a hyperplane).
+    eigenvalue_, fval_ : float
+        λ₂, and λ₂ plus the orthogonality penalty, at the solution.
+"""
+
+
+class _OneSplit:
+    """One bi-partition: the tree of two leaves; ``projection_`` (d×l) and ``eigenvalue_`` of its split."""
+
+    def _n_clusters(self) -> int:
+        return 2
+
+    def _fit_rows(self, X, weights, spread=None, rows=None) -> None:
+        super()._fit_rows(X, weights, spread, rows)
+        root = self.tree_.root
+        rule = root.rule
+        if rule is None:
+            self.projection_ = None
+        else:
+            self.projection_ = rule.v[:, None] if isinstance(rule, HyperplaneRule) else rule.V
+        self.eigenvalue_ = float(root.stats.get("eigenvalue", np.nan))
+        self.fval_ = float(root.stats.get("fval", np.nan))
+
+
+class SCPPClustering(_SpectralClustering):
+    __doc__ = _clustering_doc(
+        """Divisive clustering by minimum spectral connectivity projections (SCPP; Hofmeyr, Pavlidis & Eckley,
+    Statistics and Computing 2019, §7.1 and §10; the R package's ``SCPP_cluster``).
+
+    The largest cluster is split until there are ``n_clusters``; each split minimises λ₂ of the Laplacian of
+    the node's projected k-means microclusters (§4, §7) over l-dimensional projections from the leading
+    principal components, for β from large to small until the split is balanced (§8), and bi-partitions
+    the projected microclusters spectrally.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters (leaves).""",
+        2,
+        "normalized",
+        "package",
+    )
+
+    _method = "scpp"
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        n_components: int = 2,
+        laplacian: str = "normalized",
+        scheme: str = "package",
+        omega: float = 1.0,
+        similarity: str | None = None,
+        scale_multiplier: float = 1.0,
+        betas=None,
+        n_microclusters: int = 200,
+        microclusters_above: int | None = None,
+        microcluster_init: str = "farthest",
+        min_side: float | None = None,
+        maxiter: int = 100,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self._store(locals())
+
+
+class SCPP(_OneSplit, _SpectralClustering):
+    __doc__ = _clustering_doc(
+        """One bi-partition by minimum spectral connectivity projection pursuit (SCPP; Hofmeyr, Pavlidis &
+    Eckley, Statistics and Computing 2019, §4-§8): the projection minimising λ₂ of the Laplacian of the
+    projected microclusters, and their spectral bi-partition (labels 0 and 1).
+
+    Parameters
+    ----------""",
+        2,
+        "normalized",
+        "package",
+    ) + _ONE_SPLIT_ATTRIBUTES
+
+    _method = "scpp"
+
+    def __init__(
+        self,
+        *,
+        n_components: int = 2,
+        laplacian: str = "normalized",
+        scheme: str = "package",
+        omega: float = 1.0,
+        similarity: str | None = None,
+        scale_multiplier: float = 1.0,
+        betas=None,
+        n_microclusters: int = 200,
+        microclusters_above: int | None = None,
+        microcluster_init: str = "farthest",
+        min_side: float | None = None,
+        maxiter: int = 100,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self._store(locals())
+
+
+class LMSCClustering(_SpectralClustering):
+    __doc__ = _clustering_doc(
+        """Divisive large-margin spectral clustering (LMSC; Hofmeyr, Pavlidis & Eckley, Statistics and
+    Computing 2019, §5 and §9.3): SCPP with the standard Laplacian and σ halved after each minimisation until
+    the projection stops changing, which tends to the largest-margin hyperplane (Theorem 4); above the
+    microcluster threshold the microclusters are recomputed on the projected rows at each σ. The paper's
+    LMSC is ``n_components=1`` (a hyperplane), LMSC_o ``n_components=2``. The R package has no LMSC: the
+    defaults are the paper's.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters (leaves).""",
+        1,
+        None,
+        "paper",
+    )
+
+    _method = "lmsc"
+    _large_margin = True
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        n_components: int = 1,
+        scheme: str = "paper",
+        omega: float = 1.0,
+        similarity: str | None = None,
+        scale_multiplier: float = 1.0,
+        betas=None,
+        n_microclusters: int = 200,
+        microclusters_above: int | None = None,
+        microcluster_init: str = "farthest",
+        min_side: float | None = None,
+        maxiter: int = 100,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self._store(locals())
+
+
+class LMSC(_OneSplit, _SpectralClustering):
+    __doc__ = _clustering_doc(
+        """One large-margin spectral bi-partition (LMSC; Hofmeyr, Pavlidis & Eckley, Statistics and Computing
+    2019, §9.3): see :class:`LMSCClustering`. With ``n_components=1`` the split is a hyperplane.
+
+    Parameters
+    ----------""",
+        1,
+        None,
+        "paper",
+    ) + _ONE_SPLIT_ATTRIBUTES
+
+    _method = "lmsc"
+    _large_margin = True
+
+    def __init__(
+        self,
+        *,
+        n_components: int = 1,
+        scheme: str = "paper",
+        omega: float = 1.0,
+        similarity: str | None = None,
+        scale_multiplier: float = 1.0,
+        betas=None,
+        n_microclusters: int = 200,
+        microclusters_above: int | None = None,
+        microcluster_init: str = "farthest",
+        min_side: float | None = None,
+        maxiter: int = 100,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self._store(locals())
