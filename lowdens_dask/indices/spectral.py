@@ -32,6 +32,8 @@ import numpy as np
 
 from scipy.linalg import eigh
 
+from ..kernels.spectral import eigenvalue_gradient, laplacian_matrix
+
 LAPLACIANS = ("standard", "normalized")
 SIMILARITIES = ("paper", "gaussian")
 
@@ -42,11 +44,6 @@ def kernel(x: np.ndarray, alpha: float) -> np.ndarray:
     if alpha == 0:
         return np.exp(-x)
     return np.exp(alpha * np.log1p(x / alpha) - x)
-
-
-def _kernel_slope_over_x(x: np.ndarray, alpha: float) -> np.ndarray:
-    """k'(x)/x = −(1/α)(x/α + 1)^{α−1} e^{−x}: finite at x = 0 for α > 0 (for α = 0, k'(x) = −e^{−x})."""
-    return -np.exp((alpha - 1) * np.log1p(x / alpha) - x) / alpha
 
 
 class Transformed(NamedTuple):
@@ -101,6 +98,7 @@ class Connectivity(NamedTuple):
     transformed: np.ndarray  #: T_Δ of the projected points, shape (K, l)
     sd: np.ndarray  #: σ_i of each projected coordinate (the half-width of Δ_i over β)
     degree: np.ndarray  #: what maps the eigenvectors to the points: u/√degree (n for L, W's row sums for L_norm)
+    norm: float  #: the largest diagonal entry of the K×K matrix; its eigenvalues are accurate to about eps·norm
 
     @property
     def eigenvector(self) -> np.ndarray:
@@ -148,57 +146,28 @@ def spectral_connectivity(
     if covariance is not None:
         sds = [math.sqrt(max(float(V[:, i] @ covariance @ V[:, i]), 0.0)) for i in range(V.shape[1])]
     parts = [balancing_transform(P[:, i], n, beta, delta, sds[i]) for i in range(V.shape[1])]
-    T = np.stack([part.t for part in parts], axis=1)
-    diff = T[:, None, :] - T[None, :, :]  # K × K × l: t_j − t_k
-    r2 = (diff**2).sum(axis=2) / sigma**2
-    if similarity == "gaussian":
-        S = np.exp(-0.5 * r2)
-    else:
-        S = kernel(np.sqrt(r2), alpha)
-    K = len(n)
-    top = min(2, K - 1)
-    if laplacian == "standard":
-        root, degree = np.sqrt(n), n
-        M = standard_scale * (np.diag(S @ n) - root[:, None] * root[None, :] * S)
-    else:
-        W = n[:, None] * n[None, :] * S
-        degree = W.sum(axis=1)
-        scale = 1 / np.sqrt(degree)
-        M = np.eye(K) - scale[:, None] * W * scale[None, :]
+    T = np.ascontiguousarray(np.stack([part.t for part in parts], axis=1))
+    settings = (1.0 / sigma**2, similarity == "gaussian", float(alpha), laplacian == "normalized", float(standard_scale))
+    M, _, degree = laplacian_matrix(T, n, *settings)
+    top = min(2, len(n) - 1)
     lam, U = eigh(M, subset_by_index=[0, top], driver="evr")
+    norm = float(np.abs(np.diag(M)).max())
     gram = V.T @ V
     off = gram - np.diag(np.diag(gram))
     value = float(lam[1] + omega * (off**2).sum())
     sd = np.array([part.sd for part in parts])
     if not gradient:
-        return Connectivity(value, float(lam[1]), None, lam, U, T, sd, degree)
-    u = U[:, 1]
-    if laplacian == "standard":
-        a = u / root
-        G = standard_scale * n[:, None] * n[None, :] * (a[:, None] - a[None, :]) ** 2
-    else:
-        b = u * scale
-        G = n[:, None] * n[None, :] * ((b[:, None] - b[None, :]) ** 2 - lam[1] * (b[:, None] ** 2 + b[None, :] ** 2))
-    # dS_jm/dT_im = k'(r)/r · (T_im − T_ij)/σ²; dλ/dT_im = Σ_j G_jm dS_jm/dT_im
-    if similarity == "gaussian":
-        weight = -S
-    elif alpha == 0:
-        r = np.sqrt(r2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            weight = np.where(r > 0, -np.exp(-r) / r, 0.0)
-    else:
-        weight = _kernel_slope_over_x(np.sqrt(r2), alpha)
-    coeff = G * weight / sigma**2  # K × K
+        return Connectivity(value, float(lam[1]), None, lam, U, T, sd, degree, norm)
+    dT = eigenvalue_gradient(T, n, np.ascontiguousarray(U[:, 1]), float(lam[1]), degree, *settings)
     grad = np.empty_like(V)
     for i, part in enumerate(parts):
-        dT = -(coeff * diff[:, :, i]).sum(axis=0)  # Σ_j coeff_jm (T_im − T_ij), as T_ij − T_im = diff[j, m]
-        grad[:, i] = C.T @ (dT * part.slope) + 4 * omega * (V @ off[:, i])
+        grad[:, i] = C.T @ (dT[:, i] * part.slope) + 4 * omega * (V @ off[:, i])
         if math.isfinite(beta):  # the dependence of Δ_i on the projection, through σ_i
             if covariance is None:
-                grad[:, i] += (dT @ part.kappa) * (C.T @ part.g)
+                grad[:, i] += (dT[:, i] @ part.kappa) * (C.T @ part.g)
             elif part.sd > 0:
-                grad[:, i] += (dT @ part.kappa) * (covariance @ V[:, i]) / part.sd
-    return Connectivity(value, float(lam[1]), grad, lam, U, T, sd, degree)
+                grad[:, i] += (dT[:, i] @ part.kappa) * (covariance @ V[:, i]) / part.sd
+    return Connectivity(value, float(lam[1]), grad, lam, U, T, sd, degree, norm)
 
 
 __all__ = ["LAPLACIANS", "SIMILARITIES", "Connectivity", "balancing_transform", "kernel", "spectral_connectivity"]
