@@ -39,7 +39,10 @@ def local_threads():
 
 
 def test_every_method_is_registered_with_its_estimators():
-    assert set(METHODS) == set(INDICES) == {"mdh", "pddp", "depddp", "ipddp", "ncut", "mc"}
+    """Every hyperplane index has its estimators; the spectral methods (their own pursuit over l-dimensional
+    projections, tests/test_scpp.py) are registered beside them."""
+    assert set(INDICES) == {"mdh", "pddp", "depddp", "ipddp", "ncut", "mc"}
+    assert set(METHODS) == set(INDICES) | {"scpp", "lmsc"}
     for name, method in METHODS.items():
         assert method.clustering._method == name
         for estimator in (method.hyperplane, method.projection):

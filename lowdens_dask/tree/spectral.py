@@ -37,7 +37,7 @@ def split_rule(split: SpectralSplit, frame: Frame = Frame()) -> SplitRule:
     if frame.mean is not None:  # x @ V' with V' = V / scale equals z @ V + (mean / scale) @ V
         shift = (frame.mean / frame.scale) @ V
         V = V / frame.scale[:, None]
-        centres = centres - shift
+        centres = centres + shift
     if V.shape[1] == 1:
         p, sides = centres[:, 0], split.sides
         for sign in (1.0, -1.0):

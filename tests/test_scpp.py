@@ -1,0 +1,294 @@
+"""SCPP and LMSC (issue 11): the compiled kernels against plain numpy formulas, the gradient of every variant
+against central differences, the β schedule's stopping rule, the non-smooth step's direction, the split
+rule, and the estimators in memory and in summary mode."""
+
+import math
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.metrics import adjusted_rand_score
+
+from lowdens_dask import LMSC, METHODS, SCPP, ClusterTree, LMSCClustering, SCPPClustering
+from lowdens_dask.indices.spectral import balancing_transform, spectral_connectivity
+from lowdens_dask.kernels.spectral import eigenvalue_gradient, laplacian_matrix
+from lowdens_dask.pursuit.spectral import _min_norm_in_hull, beta_schedule, spectral_scale, spectral_split
+from lowdens_dask.tree import HyperplaneRule, NearestCentreRule
+
+
+def blobs(n_per=150, centres=((0, 0, 0), (7, 0, 0), (0, 7, 0)), seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = np.vstack([np.asarray(c, float) + scale * rng.normal(size=(n_per, len(c))) for c in centres])
+    return X, np.repeat(np.arange(len(centres)), n_per)
+
+
+# ------------------------------------------------------------------------------------------ kernels
+
+
+def reference_laplacian(T, n, sigma, similarity, alpha, laplacian, standard_scale):
+    """The K×K matrix from its definition with scipy's distances (spec §3, §7.2)."""
+    r = cdist(T, T) / sigma
+    S = np.exp(-0.5 * r**2) if similarity == "gaussian" else (r / alpha + 1) ** alpha * np.exp(-r)
+    if laplacian == "standard":
+        A = np.sqrt(np.outer(n, n)) * S
+        return standard_scale * (np.diag(S @ n) - A), n
+    W = np.outer(n, n) * S
+    degree = W.sum(axis=1)
+    return np.eye(len(n)) - W / np.sqrt(np.outer(degree, degree)), degree
+
+
+@pytest.mark.parametrize("laplacian", ["standard", "normalized"])
+@pytest.mark.parametrize("similarity", ["gaussian", "paper"])
+def test_compiled_laplacian_and_derivative_equal_numpy(laplacian, similarity):
+    rng = np.random.default_rng(4)
+    T = rng.normal(size=(30, 2))
+    n = rng.integers(1, 6, size=30).astype(float)
+    sigma, alpha, scale = 0.7, 0.1, 1 / 37
+    settings = (1 / sigma**2, similarity == "gaussian", alpha, laplacian == "normalized", scale)
+    M, _, degree = laplacian_matrix(T, n, *settings)
+    ref, ref_degree = reference_laplacian(T, n, sigma, similarity, alpha, laplacian, scale)
+    np.testing.assert_allclose(M, ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(degree, ref_degree, rtol=1e-12)
+    lam, U = np.linalg.eigh(M)
+    got = eigenvalue_gradient(T, n, U[:, 1].copy(), lam[1], degree, *settings)
+
+    def eigenvalue(T2):  # λ₂ of the reference matrix at moved points
+        return np.linalg.eigvalsh(reference_laplacian(T2, n, sigma, similarity, alpha, laplacian, scale)[0])[1]
+
+    step = 1e-6
+    numeric = np.zeros_like(T)
+    for index in np.ndindex(T.shape):
+        up, down = T.copy(), T.copy()
+        up[index] += step
+        down[index] -= step
+        numeric[index] = (eigenvalue(up) - eigenvalue(down)) / (2 * step)
+    np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-8 * np.abs(numeric).max())
+
+
+def test_well_separated_points_keep_their_small_connectivity():
+    """The standard Laplacian's diagonal is summed without the self-similarity, which would cancel
+    similarities far below rounding error of the point's own weight."""
+    T = np.array([[0.0], [0.1], [30.0], [30.1]])
+    n = np.array([1000.0, 1000.0, 1000.0, 1000.0])
+    M, _, _ = laplacian_matrix(T, n, 1.0, True, 0.1, False, 1.0)
+    lam = np.linalg.eigvalsh(M)
+    expected = 2 * 1000 * math.exp(-0.5 * 29.9**2)  # two pairs of links across the gap, to first order
+    assert lam[1] == pytest.approx(expected, rel=0.05)
+
+
+# ------------------------------------------------------------------------------------------ gradient
+
+
+def centred_points(rng, K=16, d=5):
+    n = rng.integers(1, 5, size=K).astype(float)
+    C = rng.normal(size=(K, d)) + 3 * (np.arange(K) % 2)[:, None]
+    return C - n @ C / n.sum(), n
+
+
+@pytest.mark.parametrize("laplacian", ["standard", "normalized"])
+@pytest.mark.parametrize("l", [1, 2])
+@pytest.mark.parametrize("scheme", ["package", "paper"])
+def test_gradient_of_each_variant_matches_central_differences(laplacian, l, scheme):
+    """Both Laplacians, both projection dimensions, the package's (Gaussian kernel, Δ from the covariance,
+    L/N) and the paper's objective, at a random point (away from the non-smooth set: λ₂ simple)."""
+    rng = np.random.default_rng(10 + l)
+    C, n = centred_points(rng)
+    V = rng.normal(size=(C.shape[1], l))
+    V /= np.linalg.norm(V, axis=0)
+    kwargs = {"laplacian": laplacian, "beta": 1.2, "delta": 0.05, "omega": 0.4}
+    if scheme == "package":
+        cov = np.cov(C.T, aweights=n) + 0.1 * np.eye(C.shape[1])
+        kwargs.update(similarity="gaussian", covariance=cov, standard_scale=1 / n.sum())
+    got = spectral_connectivity(V, C, n, 0.8, **kwargs)
+    lam = got.eigenvalues
+    assert lam[2] - lam[1] > 1e-3 * lam[1]  # simple
+
+    def value(W):
+        return spectral_connectivity(W, C, n, 0.8, **kwargs).value
+
+    step = 1e-6
+    numeric = np.zeros_like(V)
+    for index in np.ndindex(V.shape):
+        up, down = V.copy(), V.copy()
+        up[index] += step
+        down[index] -= step
+        numeric[index] = (value(up) - value(down)) / (2 * step)
+    np.testing.assert_allclose(got.gradient, numeric, rtol=2e-5, atol=2e-7 * np.abs(numeric).max())
+
+
+def test_covariance_form_of_delta_uses_the_given_spread():
+    p = np.array([-3.0, -1.0, 0.0, 1.0, 3.0])
+    t = balancing_transform(p, np.ones(5), beta=1.0, delta=0.01, sd=2.0)
+    np.testing.assert_allclose(t.t[1:4] - t.t[2], p[1:4])  # inside [-2, 2]: the identity (shifted)
+    assert 0 < t.t[4] - (t.t[3] + 1.0) < 0.02 and t.sd == 2.0  # 1 inside Δ, then 1 outside contracted to ~δ
+
+
+# ------------------------------------------------------------------------------------------ pursuit
+
+
+def test_beta_schedules():
+    assert beta_schedule("package", "normalized") == (3.0, 2.8, 2.6, 2.4, 2.2, 2.0, 1.8, 1.6, 1.4, 1.2, 1.0, 0.8,
+                                                      0.6, 0.5)
+    assert beta_schedule("package", "standard") == (1.5, 1.3, 1.1, 0.9, 0.7, 0.5)
+    assert beta_schedule("paper", "standard") == (3.0, 2.5, 2.0, 1.5, 1.0, 0.5)
+
+
+def test_scale_rules():
+    evals = np.array([9.0, 4.0, 2.0, 0.5])
+    assert spectral_scale(evals, 1000, 2, "paper") == pytest.approx(math.sqrt(18) * 1000**-0.2)
+    assert spectral_scale(evals, 1000, 2, "package") == pytest.approx(math.sqrt(5.0) * (4 / 3000) ** (1 / 7))
+
+
+def outlier_data():
+    """Two balanced groups and a small far group: the loose constraint (large β) isolates the small group."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(200, 2)) + [0, 0], rng.normal(size=(200, 2)) + [6, 0],
+                   rng.normal(size=(12, 2)) * 0.3 + [3, 12]])
+    return X
+
+
+def test_beta_schedule_stops_at_the_first_balanced_split():
+    X = outlier_data()
+    w = np.ones(len(X))
+    loose = spectral_split(X, w, n_components=1, betas=(50.0,), scheme="paper", laplacian="standard")
+    assert min(loose.weights) == 12  # the small far group alone
+    found = spectral_split(X, w, n_components=1, betas=(50.0, 3.0, 2.0, 1.0), scheme="paper", laplacian="standard",
+                           min_side=100)
+    assert found.params["beta"] == 2.0 and found.balanced and min(found.weights) >= 100  # 3.0 still isolates it
+    kept = spectral_split(X, w, n_components=1, betas=(50.0, 3.0, 2.0, 1.0), scheme="paper", laplacian="standard",
+                          min_side=5)
+    assert kept.params["beta"] == 50.0  # already balanced enough: the first β is kept
+    never = spectral_split(X, w, n_components=1, betas=(50.0,), scheme="paper", laplacian="standard", min_side=300)
+    assert not never.balanced  # no β gives the balance: the last result is returned, marked unbalanced
+
+
+def test_min_norm_element_of_the_convex_hull():
+    np.testing.assert_allclose(_min_norm_in_hull(np.array([[1.0, 0.0], [0.0, 1.0]])), [0.5, 0.5], atol=1e-6)
+    np.testing.assert_allclose(_min_norm_in_hull(np.array([[1.0, 1.0], [1.0, -1.0]])), [1.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(_min_norm_in_hull(np.array([[2.0, 0.0], [3.0, 1.0]])), [2.0, 0.0], atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------ split rule
+
+
+def test_nearest_centre_rule_routes_and_round_trips():
+    rng = np.random.default_rng(0)
+    V = np.linalg.qr(rng.normal(size=(4, 2)))[0]
+    centres = rng.normal(size=(7, 2))
+    sides = np.array([0, 1, 1, 0, 1, 0, 0], dtype=bool)
+    rule = NearestCentreRule(V, centres, sides)
+    X = rng.normal(size=(500, 4))
+    expected = sides[np.argmin(cdist(X @ V, centres), axis=1)]
+    old = NearestCentreRule.BLOCK
+    NearestCentreRule.BLOCK = 64  # several blocks
+    try:
+        np.testing.assert_array_equal(rule.side(X), expected)
+    finally:
+        NearestCentreRule.BLOCK = old
+    tree = ClusterTree(4, "scpp")
+    tree.add_rule_split(0, "scpp", rule, (float((~expected).sum()), float(expected.sum())), {"sigma": 1.0}, {})
+    again = ClusterTree.from_json(tree.to_json())
+    assert again.root.rule == rule
+    np.testing.assert_array_equal(again.predict(X), expected.astype(int))
+
+
+# ------------------------------------------------------------------------------------------ estimators
+
+
+@pytest.fixture(scope="module")
+def three():
+    return blobs()
+
+
+def test_scpp_clustering_finds_separated_groups(three):
+    X, y = three
+    model = SCPPClustering(3).fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    internal = [node for node in model.tree_ if not node.is_leaf]
+    assert len(internal) == 2 and all(isinstance(node.rule, NearestCentreRule) for node in internal)
+    assert all(node.method == "scpp" and node.params["n_components"] == 2 for node in internal)
+    again = ClusterTree.from_json(model.tree_.to_json())
+    np.testing.assert_array_equal(again.predict(X + 0.01), model.predict(X + 0.01))
+    assert model.tree_.to_linkage().shape == (2, 4)
+    assert model.n_evaluations_ > 0
+
+
+def test_standardized_fit_routes_in_the_original_coordinates(three):
+    X, y = three
+    X = X * [1.0, 100.0, 0.01] + [5.0, -300.0, 2.0]
+    model = SCPPClustering(3, standardize=True, laplacian="standard", n_components=1).fit(X)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    np.testing.assert_array_equal(model.tree_.predict(X), model.labels_)
+
+
+@pytest.mark.parametrize("scheme", ["package", "paper"])
+def test_one_split_estimators(three, scheme):
+    X, y = three
+    for estimator in (SCPP(scheme=scheme), LMSC(scheme=scheme), SCPP(n_components=3, omega=-1.0, scheme=scheme)):
+        model = estimator.fit(X)
+        assert model.n_clusters_ == 2 and set(np.unique(model.labels_)) == {0, 1}
+        assert model.projection_.shape[0] == 3 and math.isfinite(model.eigenvalue_)
+        # each true group lies on one side
+        assert all(len(np.unique(model.labels_[y == g])) == 1 for g in range(3))
+
+
+def test_lmsc_hyperplane_lies_in_the_widest_gap():
+    """Two groups with a wide margin: LMSC's 1-D split is a hyperplane in the middle of the gap (§9)."""
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.uniform(-1, 1, size=(150, 2)) + [-3, 0], rng.uniform(-1, 1, size=(150, 2)) + [3, 0]])
+    model = LMSC(n_components=1).fit(X)
+    rule = model.tree_.root.rule
+    assert isinstance(rule, HyperplaneRule)
+    assert abs(rule.v[0]) > 0.99
+    p = X @ rule.v
+    low, high = p[model.labels_ == 0], p[model.labels_ == 1]
+    gap = high.min() - low.max()
+    assert gap > 3.5 and abs(rule.b - (high.min() + low.max()) / 2) < 1e-9
+    assert model.tree_.root.params["large_margin"] is True
+
+
+def test_summary_mode_on_a_dask_array():
+    X, y = blobs(n_per=2000, seed=2)
+    arr = da.from_array(X, chunks=(1500, 3))
+    model = SCPPClustering(3, random_state=0).fit(arr)
+    assert model.n_microclusters_ < len(X) / 10
+    labels = model.labels_.compute()
+    assert adjusted_rand_score(y, labels) > 0.99
+    np.testing.assert_array_equal(model.predict(X), labels)
+    with pytest.raises(ValueError, match="mode='exact' is not available"):
+        SCPPClustering(3, mode="exact").fit(arr)
+
+
+def test_registry_and_public_names():
+    assert METHODS["scpp"].clustering is SCPPClustering and METHODS["scpp"].hyperplane is SCPP
+    assert METHODS["lmsc"].clustering is LMSCClustering and METHODS["lmsc"].hyperplane is LMSC
+    assert LMSCClustering()._method == "lmsc" and "laplacian" not in LMSCClustering().get_params()
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"laplacian": "rw"}, "laplacian must be one of"),
+        ({"scheme": "R"}, "scheme must be one of"),
+        ({"n_components": 0}, "n_components"),
+        ({"betas": []}, "betas must be"),
+        ({"scale_multiplier": 0}, "scale_multiplier"),
+        ({"microcluster_init": "random"}, "microcluster_init"),
+        ({"similarity": "cosine"}, "similarity"),
+    ],
+)
+def test_bad_parameters_are_named(params, message, three):
+    with pytest.raises(ValueError, match=message):
+        SCPPClustering(2, **params).fit(three[0])
+
+
+def test_too_few_distinct_rows_warn():
+    X = np.repeat(np.array([[0.0, 0.0], [1.0, 1.0]]), 5, axis=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = SCPPClustering(4).fit(X)
+    assert model.n_clusters_ < 4 and any("could be formed" in str(w.message) for w in caught)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
