@@ -16,6 +16,8 @@ the data as shipped (no preprocessing). Reported:
   DePDDP at its default ("fval"), ``NCutClustering(n_clusters=K)`` ("ncut") and
   ``MCClustering(n_clusters=K, random_state=0)`` ("mc"), each fitted in a single-thread subprocess (warm: one
   warm-up fit, then the median of ``--repeats``, default 5), with their V-measure beside the default's.
+- ``SCPPClustering(n_clusters=K)`` at its defaults ("scpp") against the R package SCPP's ``SCPP_cluster`` at its
+  defaults (``../shared/anchors/scpp-bundled.csv``), on the same protocol and targets as NCut and MC below.
 - NCut and MC against PPCI (``ncutdc``, ``mcdc``) on PPCI's protocol: the data with its constant columns
   dropped (done in the worker before the timed fits, so not timed), K = true K, single thread, warm. Per data
   set: n, d after dropping, K, leaves, ARI, V-measure beside PPCI's, our single-thread warm time beside
@@ -56,7 +58,7 @@ from _common import (
     write_markdown,
 )
 
-from lowdens_dask import DePDDP, MCClustering, MDHClustering, NCutClustering
+from lowdens_dask import DePDDP, MCClustering, MDHClustering, NCutClustering, SCPPClustering
 from lowdens_dask.datasets import list_datasets, load_dataset
 from lowdens_dask.metrics import cluster_performance
 
@@ -67,6 +69,12 @@ PPCI_BY_METHOD: dict[str, dict[str, dict]] = {}
 for (_dataset, _method), _row in PPCI.items():
     PPCI_BY_METHOD.setdefault(_method, {})[_dataset] = _row
 PPCI_VMEASURE = {d: r["V"] for d, r in PPCI_BY_METHOD["mddc"].items()}
+#: The R package SCPP's ``SCPP_cluster`` at its defaults (method "scpp"), from its own anchors file.
+SCPP_ANCHORS_FILE = "scpp-bundled.csv"
+for (_dataset, _method), _row in load_anchors(SCPP_ANCHORS_FILE).items():
+    PPCI_BY_METHOD.setdefault(_method, {})[_dataset] = _row
+#: Reference package and anchors file of each reference method.
+REFERENCE = {"scpp": ("the R package SCPP", SCPP_ANCHORS_FILE, "SCPP (`SCPP_cluster` at its defaults, one run)")}
 #: Time comparisons against PPCI are made only where PPCI takes at least this long (seconds).
 PPCI_MIN_SECONDS = 1.0
 PPCI_TIME = {d: r["seconds"] for d, r in PPCI_BY_METHOD["mddc"].items() if r["seconds"] >= PPCI_MIN_SECONDS}
@@ -82,6 +90,7 @@ VARIANTS = {
     "depddp": (lambda k: DePDDP(n_clusters=k), None),
     "ncut": (lambda k: NCutClustering(n_clusters=k), "ncutdc"),
     "mc": (lambda k: MCClustering(n_clusters=k, random_state=0), "mcdc"),
+    "scpp": (lambda k: SCPPClustering(n_clusters=k), "scpp"),
 }
 SINGLE_THREAD_ENV = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                        "MKL_NUM_THREADS")}
@@ -322,17 +331,19 @@ def ppci_report(variant: str, method: str, results: dict, repeats: int) -> str:
     header = ["dataset", "n", "d", "K", "leaves", "ARI", "V-m", "PPCI V-m", "ours 1-thread warm (s)", "PPCI (s)",
               "ratio ours / PPCI", f"<= {target}"]
     full = set(names) == set(ppci)
+    package, anchors, measured = REFERENCE.get(
+        method, ("PPCI", ANCHORS_FILE, "PPCI 0.1.5, single thread, median of 3"))
     lines = [
-        f"## {variant} against PPCI `{method}`", "",
-        f"`{_estimator_text(variant)}` against PPCI's `{method}` on PPCI's protocol: the data as shipped with its "
-        "constant columns dropped (dropped in the worker before the warm-up fit, not timed; d below is after "
+        f"## {variant} against {package} `{method}`", "",
+        f"`{_estimator_text(variant)}` against {package}'s `{method}` on PPCI's protocol: the data as shipped with "
+        "its constant columns dropped (dropped in the worker before the warm-up fit, not timed; d below is after "
         "dropping), K = true number of classes, single thread (NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS=1), warm (one "
         f"warm-up fit, then the median of {repeats} fit(s)"
         + (", fewer than PPCI's 3: a trial run" if repeats < 3 else "")
-        + "; the warm-up fit is scored). PPCI's figures: "
-        f"`shared/anchors/{ANCHORS_FILE}` (measured {anchors_date()}; PPCI 0.1.5, single thread, median of 3). "
-        f"Targets: mean V-measure at least PPCI's; ours / PPCI <= {target} on every set where PPCI takes at least "
-        f"{PPCI_MIN_SECONDS:g} s (\"-\": PPCI under {PPCI_MIN_SECONDS:g} s).", "",
+        + "; the warm-up fit is scored). Reference figures: "
+        f"`shared/anchors/{anchors}` (measured {anchors_date()}; {measured}); in the table its columns are "
+        f"headed PPCI. Targets: mean V-measure at least the reference's; ours / reference <= {target} on every set "
+        f"where it takes at least {PPCI_MIN_SECONDS:g} s (\"-\": under {PPCI_MIN_SECONDS:g} s).", "",
         markdown_table(header, table), "",
     ]
     scope = "the ten data sets" if full else f"this subset ({len(names)} of {len(ppci)} data sets)"
@@ -370,8 +381,8 @@ def ppci_report(variant: str, method: str, results: dict, repeats: int) -> str:
 
 
 def _estimator_text(variant: str) -> str:
-    return {"ncut": "NCutClustering(n_clusters=K)", "mc": "MCClustering(n_clusters=K, random_state=0)"}.get(
-        variant, variant)
+    return {"ncut": "NCutClustering(n_clusters=K)", "mc": "MCClustering(n_clusters=K, random_state=0)",
+            "scpp": "SCPPClustering(n_clusters=K)"}.get(variant, variant)
 
 
 def main(argv=None):

@@ -129,8 +129,22 @@ def test_covariance_form_of_delta_uses_the_given_spread():
 
 
 def test_beta_schedules():
-    assert beta_schedule("package", "normalized") == (3.0, 2.8, 2.6, 2.4, 2.2, 2.0, 1.8, 1.6, 1.4, 1.2, 1.0, 0.8,
-                                                      0.6, 0.5)
+    assert beta_schedule("package", "normalized") == (
+        3.0,
+        2.8,
+        2.6,
+        2.4,
+        2.2,
+        2.0,
+        1.8,
+        1.6,
+        1.4,
+        1.2,
+        1.0,
+        0.8,
+        0.6,
+        0.5,
+    )
     assert beta_schedule("package", "standard") == (1.5, 1.3, 1.1, 0.9, 0.7, 0.5)
     assert beta_schedule("paper", "standard") == (3.0, 2.5, 2.0, 1.5, 1.0, 0.5)
 
@@ -144,8 +158,13 @@ def test_scale_rules():
 def outlier_data():
     """Two balanced groups and a small far group: the loose constraint (large β) isolates the small group."""
     rng = np.random.default_rng(3)
-    X = np.vstack([rng.normal(size=(200, 2)) + [0, 0], rng.normal(size=(200, 2)) + [6, 0],
-                   rng.normal(size=(12, 2)) * 0.3 + [3, 12]])
+    X = np.vstack(
+        [
+            rng.normal(size=(200, 2)) + [0, 0],
+            rng.normal(size=(200, 2)) + [6, 0],
+            rng.normal(size=(12, 2)) * 0.3 + [3, 12],
+        ]
+    )
     return X
 
 
@@ -154,11 +173,13 @@ def test_beta_schedule_stops_at_the_first_balanced_split():
     w = np.ones(len(X))
     loose = spectral_split(X, w, n_components=1, betas=(50.0,), scheme="paper", laplacian="standard")
     assert min(loose.weights) == 12  # the small far group alone
-    found = spectral_split(X, w, n_components=1, betas=(50.0, 3.0, 2.0, 1.0), scheme="paper", laplacian="standard",
-                           min_side=100)
+    found = spectral_split(
+        X, w, n_components=1, betas=(50.0, 3.0, 2.0, 1.0), scheme="paper", laplacian="standard", min_side=100
+    )
     assert found.params["beta"] == 2.0 and found.balanced and min(found.weights) >= 100  # 3.0 still isolates it
-    kept = spectral_split(X, w, n_components=1, betas=(50.0, 3.0, 2.0, 1.0), scheme="paper", laplacian="standard",
-                          min_side=5)
+    kept = spectral_split(
+        X, w, n_components=1, betas=(50.0, 3.0, 2.0, 1.0), scheme="paper", laplacian="standard", min_side=5
+    )
     assert kept.params["beta"] == 50.0  # already balanced enough: the first β is kept
     never = spectral_split(X, w, n_components=1, betas=(50.0,), scheme="paper", laplacian="standard", min_side=300)
     assert not never.balanced  # no β gives the balance: the last result is returned, marked unbalanced

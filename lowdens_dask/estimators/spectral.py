@@ -196,7 +196,7 @@ class _SpectralClustering(_DivisiveClustering):
         if growth.n_leaves < self._n_clusters():
             warnings.warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
-                "leaf has at least 3 distinct points.",
+                "leaf has two distinct rows of positive weight that it can separate.",
                 UserWarning,
                 stacklevel=4,
             )
@@ -287,17 +287,20 @@ class SCPPClustering(_SpectralClustering):
 
 
 class SCPP(_OneSplit, _SpectralClustering):
-    __doc__ = _clustering_doc(
-        """One bi-partition by minimum spectral connectivity projection pursuit (SCPP; Hofmeyr, Pavlidis &
+    __doc__ = (
+        _clustering_doc(
+            """One bi-partition by minimum spectral connectivity projection pursuit (SCPP; Hofmeyr, Pavlidis &
     Eckley, Statistics and Computing 2019, §4-§8): the projection minimising λ₂ of the Laplacian of the
     projected microclusters, and their spectral bi-partition (labels 0 and 1).
 
     Parameters
     ----------""",
-        2,
-        "normalized",
-        "package",
-    ) + _ONE_SPLIT_ATTRIBUTES
+            2,
+            "normalized",
+            "package",
+        )
+        + _ONE_SPLIT_ATTRIBUTES
+    )
 
     _method = "scpp"
 
@@ -375,16 +378,19 @@ class LMSCClustering(_SpectralClustering):
 
 
 class LMSC(_OneSplit, _SpectralClustering):
-    __doc__ = _clustering_doc(
-        """One large-margin spectral bi-partition (LMSC; Hofmeyr, Pavlidis & Eckley, Statistics and Computing
+    __doc__ = (
+        _clustering_doc(
+            """One large-margin spectral bi-partition (LMSC; Hofmeyr, Pavlidis & Eckley, Statistics and Computing
     2019, §9.3): see :class:`LMSCClustering`. With ``n_components=1`` the split is a hyperplane.
 
     Parameters
     ----------""",
-        1,
-        None,
-        "paper",
-    ) + _ONE_SPLIT_ATTRIBUTES
+            1,
+            None,
+            "paper",
+        )
+        + _ONE_SPLIT_ATTRIBUTES
+    )
 
     _method = "lmsc"
     _large_margin = True

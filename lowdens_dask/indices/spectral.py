@@ -147,7 +147,13 @@ def spectral_connectivity(
         sds = [math.sqrt(max(float(V[:, i] @ covariance @ V[:, i]), 0.0)) for i in range(V.shape[1])]
     parts = [balancing_transform(P[:, i], n, beta, delta, sds[i]) for i in range(V.shape[1])]
     T = np.ascontiguousarray(np.stack([part.t for part in parts], axis=1))
-    settings = (1.0 / sigma**2, similarity == "gaussian", float(alpha), laplacian == "normalized", float(standard_scale))
+    settings = (
+        1.0 / sigma**2,
+        similarity == "gaussian",
+        float(alpha),
+        laplacian == "normalized",
+        float(standard_scale),
+    )
     M, _, degree = laplacian_matrix(T, n, *settings)
     top = min(2, len(n) - 1)
     lam, U = eigh(M, subset_by_index=[0, top], driver="evr")

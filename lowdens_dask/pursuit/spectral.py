@@ -312,8 +312,10 @@ def spectral_split(
     if large_margin:
         laplacian = "standard"  # LMSC: the theory is for L (§9.3)
     rng = np.random.default_rng(random_state)
-    X = np.asarray(X, dtype=np.float64)
     weights = np.asarray(weights, dtype=np.float64)
+    keep = weights > 0  # points of weight 0 carry nothing (and would have no degree)
+    X = np.asarray(X, dtype=np.float64)[keep]
+    weights = weights[keep]
     total = float(weights.sum())
     mean = weights @ X / total
     Xc = X - mean
@@ -351,8 +353,19 @@ def spectral_split(
     for beta in schedule:
         if large_margin:
             V, Cb, nb, sig, halvings, used = _large_margin(
-                Xc, weights, C, counts, V0, sigma, beta, reduce, n_microclusters, objective_settings,
-                in_pursuit, maxiter, rng,
+                Xc,
+                weights,
+                C,
+                counts,
+                V0,
+                sigma,
+                beta,
+                reduce,
+                n_microclusters,
+                objective_settings,
+                in_pursuit,
+                maxiter,
+                rng,
             )
             evaluations += used
         else:
@@ -381,9 +394,7 @@ def spectral_split(
     }
     if large_margin:
         params.update(large_margin=True, sigma_halvings=int(halvings))
-    return SpectralSplit(
-        V, (Cb + mean) @ V, sides, conn.value, conn.eigenvalue, sizes, balanced, params, evaluations
-    )
+    return SpectralSplit(V, (Cb + mean) @ V, sides, conn.value, conn.eigenvalue, sizes, balanced, params, evaluations)
 
 
 def _large_margin(Xc, weights, C, counts, V0, sigma, beta, reduce, k, objective_settings, min_side, maxiter, rng):

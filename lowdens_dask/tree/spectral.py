@@ -62,7 +62,8 @@ def grow_spectral_tree(
 ) -> SpectralGrowth:
     """Grow a tree of ``n_clusters`` leaves on the points ``X`` (weights ``weights``, in ``frame``) by
     splitting the largest leaf with :func:`spectral_split` (``params``); ``min_side`` is the balance each
-    split is asked for. Leaves of fewer than 3 points, or whose split leaves a side empty, are not split."""
+    split is asked for. Leaves without two distinct points of positive weight, or whose split would leave a
+    side empty, are not split."""
     tree = ClusterTree(X.shape[1], method, params, root_size=float(weights.sum()))
     leaves = {0: np.arange(X.shape[0])}
     stuck: set[int] = set()
@@ -70,16 +71,21 @@ def grow_spectral_tree(
     evaluations = unbalanced = 0
     original = X if frame.mean is None else X * frame.scale + frame.mean
     while len(leaves) < n_clusters:
-        open_leaves = [leaf for leaf in leaves if leaf not in stuck and len(leaves[leaf]) >= 3]
+        open_leaves = [leaf for leaf in leaves if leaf not in stuck]
         if not open_leaves:
             break
         leaf = max(open_leaves, key=lambda j: (float(weights[leaves[j]].sum()), -j))
         rows = leaves[leaf]
-        if np.ptp(X[rows], axis=0).max() == 0:
+        weighted = rows[weights[rows] > 0]
+        if len(weighted) < 2 or np.ptp(X[weighted], axis=0).max() == 0:
             stuck.add(leaf)
             continue
         split = spectral_split(
-            X[rows], weights[rows], min_side=min_side, spread=spread, random_state=int(rng.integers(2**31 - 1)),
+            X[rows],
+            weights[rows],
+            min_side=min_side,
+            spread=spread,
+            random_state=int(rng.integers(2**31 - 1)),
             **params,
         )
         evaluations += split.n_evaluations
