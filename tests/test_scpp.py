@@ -279,8 +279,6 @@ def test_summary_mode_on_a_dask_array():
     labels = model.labels_.compute()
     assert adjusted_rand_score(y, labels) > 0.99
     np.testing.assert_array_equal(model.predict(X), labels)
-    with pytest.raises(ValueError, match="mode='exact' is not available"):
-        SCPPClustering(3, mode="exact").fit(arr)
 
 
 def test_registry_and_public_names():
@@ -313,3 +311,32 @@ def test_too_few_distinct_rows_warn():
         model = SCPPClustering(4).fit(X)
     assert model.n_clusters_ < 4 and any("could be formed" in str(w.message) for w in caught)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_exact_mode_on_chunks_builds_each_nodes_microclusters():
+    """mode='exact' on a Dask array: every split is found on microclusters of its node's own rows (a pass per
+    node), and the labels are the tree's routing of every row."""
+    X, y = blobs(n_per=600, seed=3)
+    arr = da.from_array(X, chunks=(500, 3))
+    model = SCPPClustering(3, mode="exact", random_state=0, standardize=True).fit(arr)
+    labels = model.labels_.compute()
+    assert adjusted_rand_score(y, labels) > 0.99
+    np.testing.assert_array_equal(model.predict(X), labels)
+    leaves = model.tree_.apply(X)
+    counted = sorted(node.size for node in model.tree_ if node.is_leaf)  # by passes over the rows
+    assert counted == sorted(np.unique(leaves, return_counts=True)[1])
+    # each split's points are the chunk-local microclusters of its own rows: ceil(rows / 20) per chunk
+    for node in model.tree_:
+        if node.is_leaf:
+            continue
+        inside = np.isin(leaves, [n.id for n in model.tree_ if n.is_leaf and _descends(model.tree_, n, node)])
+        per_chunk = [int(np.ceil(inside[i : i + 500].sum() / 20)) for i in range(0, len(X), 500)]
+        assert node.params["n_microclusters"] == sum(per_chunk)
+
+
+def _descends(tree, node, ancestor) -> bool:
+    while node.parent is not None:
+        node = tree.nodes[node.parent]
+        if node.id == ancestor.id:
+            return True
+    return False

@@ -241,13 +241,21 @@ def _label_chunk(x: np.ndarray, labeler: Callable, *args) -> np.ndarray:
 
 
 def _node_rows(x: np.ndarray, path: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """The finite rows of a chunk (as float64) on the given sides of the path's hyperplanes, and their mask."""
+    """The finite rows of a chunk (as float64) on the given sides of the path's splits, and their mask.
+
+    A path entry is ``(v, b, side)`` for a hyperplane, or ``(router, side)`` for any split rule (an object
+    whose ``side(rows)`` is True for the rows of side 1)."""
     keep = np.isfinite(x).all(axis=1)
     if not keep.all():
         x = np.where(keep[:, None], x, 0.0)
     x = np.asarray(x, dtype=np.float64)
-    for v, b, side in path:
-        keep &= (x @ v >= b) == bool(side)
+    for entry in path:
+        if len(entry) == 2:
+            router, side = entry
+            keep &= router.side(x) == bool(side)
+        else:
+            v, b, side = entry
+            keep &= (x @ v >= b) == bool(side)
     return x[keep], keep
 
 
@@ -258,6 +266,13 @@ def _apply_to_block(fn: Callable, x: np.ndarray, path: tuple, args: tuple):
 def _chunk_stats(x: np.ndarray, path: tuple):
     rows, _ = _node_rows(x, path)
     return np.float64(rows.shape[0]), rows.sum(axis=0), int(x.shape[0] - np.isfinite(x).all(axis=1).sum())
+
+
+def _chunk_node_microclusters(x: np.ndarray, path: tuple, rows_per_microcluster: float, max_per_chunk: int, seed):
+    rows, _ = _node_rows(x, path)
+    k = min(int(np.ceil(rows.shape[0] / rows_per_microcluster)), max_per_chunk)
+    counts, means, spread = microclusters(rows, k, seed)
+    return counts, means, spread, rows.shape[0], 0
 
 
 def _chunk_weight_below(x: np.ndarray, path: tuple, v: np.ndarray, b: float) -> float:
@@ -451,6 +466,23 @@ class ChunkedNode:
         U = np.ascontiguousarray(np.asarray(U, dtype=np.float64).reshape(self.n_features, -1))
         offset = np.zeros(U.shape[1]) if offset is None else np.asarray(offset, dtype=np.float64)
         return Projections(self, U, offset)
+
+    def summarise(self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0) -> InMemoryData:
+        """One pass: chunk-local k-means microclusters of the node's rows (as :meth:`ChunkedData.summarise`),
+        their means weighted by row counts, with per-dimension spread."""
+        seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(self.blocks))
+        name = f"lowdens-node-summarise-{dask.base.tokenize(self.token, rows_per_microcluster, seed)[:12]}"
+        path, = _as_literals(self.path)
+        chunks = [
+            (_chunk_node_microclusters, b, path, (rows_per_microcluster, max_per_chunk, int(s)))
+            for b, s in zip(self.blocks, seeds)
+        ]
+        counts, means, spread, _, _ = map_reduce(name, _apply_to_block, chunks, _concat_summaries)
+        return InMemoryData(means, counts, spread / self.n_features)
+
+    def split_by(self, router) -> tuple[ChunkedNode, ChunkedNode]:
+        """The rows on side 0 and on side 1 of a split rule (``router.side(rows)`` True for side 1)."""
+        return ChunkedNode(self.X, self.path + ((router, 0),)), ChunkedNode(self.X, self.path + ((router, 1),))
 
     def split(self, v: np.ndarray, b: float) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""

@@ -18,8 +18,17 @@ from ..backend.frame import Frame
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import HyperplaneRule
-from ..tree.spectral import grow_spectral_tree
-from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows, use_summary_mode
+from ..tree.spectral import grow_spectral_tree, grow_spectral_tree_chunked
+from ._scale_out import (
+    MAX_MICROCLUSTERS_PER_CHUNK,
+    check_scale_out_params,
+    exact_frame,
+    fit_exact_chunked,
+    fit_in_summary_mode,
+    is_chunked_input,
+    route_rows,
+    use_summary_mode,
+)
 from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
 from .divisive import _DivisiveClustering
 
@@ -73,9 +82,12 @@ _PARAMETERS_DOC = """
     standardize : bool, default=False
         z-score the columns first (the paper rescales every feature to unit variance, §7.2).
     mode : {{"auto", "exact", "summary"}}, default="auto"
-        "auto" fits in-memory arrays in memory and Dask arrays and zarr stores in summary mode: the
-        scale-out engine's microclusters (one pass) are the points the tree is grown on, and a final pass
-        labels the rows. Exact mode on chunked input is not available for the spectral methods.
+        "auto" fits in-memory arrays in memory, and Dask arrays and zarr stores in summary mode: the
+        scale-out engine's microclusters (one pass) are the points the whole tree is grown on, and a final
+        pass labels the rows. "exact" on chunked input builds each node's microclusters from its own rows
+        (chunk-local k-means of the rows that reach the node, one pass per node, reduced to
+        ``n_microclusters`` by weighted k-means), so deep nodes keep their resolution; two more passes per
+        split count the sides' rows.
     rows_per_microcluster, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int or None, default=None
@@ -165,14 +177,28 @@ class _SpectralClustering(_DivisiveClustering):
         if use_summary_mode(self, X):
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
         if is_chunked_input(X):
-            raise ValueError(
-                f"{type(self).__name__}: mode='exact' is not available on Dask or zarr input for the spectral "
-                "methods; use mode='summary' (the default for such input) or pass the rows as an array."
-            )
+            return fit_exact_chunked(self, X, sample_weight, self._fit_node, lambda arr: route_rows(self.tree_, arr))
         X, weights = check_fit_input(self, X, sample_weight)
         self._fit_rows(X, weights)
         self.labels_ = self.tree_.predict(X)
         return self
+
+    def _fit_node(self, root) -> None:
+        """Exact mode on chunked input: each leaf's points are microclusters of its own rows (a pass each)."""
+        node, frame = exact_frame(self, root)
+        with single_threaded_blas():
+            growth = grow_spectral_tree_chunked(
+                node,
+                self._method,
+                self._split_params(),
+                n_clusters=self._n_clusters(),
+                min_side=self._min_side(node.total_weight),
+                rows_per_microcluster=self.rows_per_microcluster,
+                max_per_chunk=MAX_MICROCLUSTERS_PER_CHUNK,
+                frame=frame,
+                random_state=self.random_state,
+            )
+        self._set_growth(growth)
 
     def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
         frame, Z = Frame(), X
@@ -193,6 +219,9 @@ class _SpectralClustering(_DivisiveClustering):
                 spread=within,
                 random_state=self.random_state,
             )
+        self._set_growth(growth)
+
+    def _set_growth(self, growth) -> None:
         if growth.n_leaves < self._n_clusters():
             warnings.warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
@@ -226,8 +255,8 @@ class _OneSplit:
     def _n_clusters(self) -> int:
         return 2
 
-    def _fit_rows(self, X, weights, spread=None, rows=None) -> None:
-        super()._fit_rows(X, weights, spread, rows)
+    def _set_growth(self, growth) -> None:
+        super()._set_growth(growth)
         root = self.tree_.root
         rule = root.rule
         if rule is None:

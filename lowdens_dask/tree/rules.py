@@ -9,6 +9,7 @@ projection index; other kinds (two-dimensional projections, learned rules) regis
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +30,9 @@ class SplitRule:
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> SplitRule:
         raise NotImplementedError
+
+    def __dask_tokenize__(self):
+        return (type(self).__name__, json.dumps(self.to_dict()))
 
 
 class HyperplaneRule(SplitRule):

@@ -48,6 +48,52 @@ def split_rule(split: SpectralSplit, frame: Frame = Frame()) -> SplitRule:
     return NearestCentreRule(V, centres, split.sides)
 
 
+class _RowsInMemory:
+    """Leaves as index arrays into points held in memory (rows, or summary-mode summaries)."""
+
+    def __init__(self, X: np.ndarray, weights: np.ndarray, frame: Frame, spread: float):
+        self.X, self.weights, self.spread = X, weights, spread
+        self.original = X if frame.mean is None else X * frame.scale + frame.mean
+
+    def root(self):
+        return np.arange(self.X.shape[0])
+
+    def size(self, rows) -> float:
+        return float(self.weights[rows].sum())
+
+    def points(self, rows, seed: int):
+        return self.X[rows], self.weights[rows], self.spread
+
+    def split(self, rows, rule: SplitRule, original: SplitRule):
+        """Routed in the original coordinates, as ``ClusterTree.predict`` routes them."""
+        above = original.side(self.original[rows])
+        parts = (rows[~above], rows[above])
+        return parts, tuple(self.size(part) for part in parts)
+
+
+class _RowsInChunks:
+    """Leaves as :class:`~lowdens_dask.backend.chunked.ChunkedNode` objects (exact mode on chunked input): a
+    leaf's points are microclusters of its own rows, built by a pass over them."""
+
+    def __init__(self, root, rows_per_microcluster: float, max_per_chunk: int):
+        self._root = root
+        self.rows_per_microcluster, self.max_per_chunk = rows_per_microcluster, max_per_chunk
+
+    def root(self):
+        return self._root
+
+    def size(self, node) -> float:
+        return node.total_weight
+
+    def points(self, node, seed: int):
+        summary = node.summarise(self.rows_per_microcluster, self.max_per_chunk, seed)
+        return summary.X, summary.weights, summary.within_variance
+
+    def split(self, node, rule: SplitRule, original: SplitRule):
+        parts = node.split_by(rule)
+        return parts, tuple(part.total_weight for part in parts)
+
+
 def grow_spectral_tree(
     X: np.ndarray,
     weights: np.ndarray,
@@ -64,41 +110,59 @@ def grow_spectral_tree(
     splitting the largest leaf with :func:`spectral_split` (``params``); ``min_side`` is the balance each
     split is asked for. Leaves without two distinct points of positive weight, or whose split would leave a
     side empty, are not split."""
-    tree = ClusterTree(X.shape[1], method, params, root_size=float(weights.sum()))
-    leaves = {0: np.arange(X.shape[0])}
+    rows = _RowsInMemory(X, weights, frame, spread)
+    return _grow(rows, X.shape[1], method, params, n_clusters, min_side, frame, random_state)
+
+
+def grow_spectral_tree_chunked(
+    root,
+    method: str,
+    params: dict,
+    *,
+    n_clusters: int,
+    min_side: float,
+    rows_per_microcluster: float,
+    max_per_chunk: int,
+    frame: Frame = Frame(),
+    random_state: int | None = None,
+) -> SpectralGrowth:
+    """:func:`grow_spectral_tree` over chunked rows (``root``, a ``ChunkedNode`` in ``frame``): each leaf's
+    points are chunk-local k-means microclusters of its own rows (one pass), which the split reduces to its
+    ``n_microclusters``; two more passes count the sides' rows."""
+    rows = _RowsInChunks(root, rows_per_microcluster, max_per_chunk)
+    return _grow(rows, root.n_features, method, params, n_clusters, min_side, frame, random_state)
+
+
+def _grow(rows, n_features, method, params, n_clusters, min_side, frame, random_state) -> SpectralGrowth:
+    root = rows.root()
+    tree = ClusterTree(n_features, method, params, root_size=rows.size(root))
+    leaves = {0: root}
+    sizes = {0: tree.root.size}
     stuck: set[int] = set()
     rng = np.random.default_rng(random_state)
     evaluations = unbalanced = 0
-    original = X if frame.mean is None else X * frame.scale + frame.mean
     while len(leaves) < n_clusters:
         open_leaves = [leaf for leaf in leaves if leaf not in stuck]
         if not open_leaves:
             break
-        leaf = max(open_leaves, key=lambda j: (float(weights[leaves[j]].sum()), -j))
-        rows = leaves[leaf]
-        weighted = rows[weights[rows] > 0]
-        if len(weighted) < 2 or np.ptp(X[weighted], axis=0).max() == 0:
+        leaf = max(open_leaves, key=lambda j: (sizes[j], -j))
+        seed = int(rng.integers(2**31 - 1))
+        X, weights, spread = rows.points(leaves[leaf], seed)
+        positive = X[weights > 0]
+        if len(positive) < 2 or np.ptp(positive, axis=0).max() == 0:
             stuck.add(leaf)
             continue
-        split = spectral_split(
-            X[rows],
-            weights[rows],
-            min_side=min_side,
-            spread=spread,
-            random_state=int(rng.integers(2**31 - 1)),
-            **params,
-        )
+        split = spectral_split(X, weights, min_side=min_side, spread=spread, random_state=seed, **params)
         evaluations += split.n_evaluations
-        rule = split_rule(split, frame)
-        above = rule.side(original[rows])
-        sizes = (float(weights[rows[~above]].sum()), float(weights[rows[above]].sum()))
-        if min(sizes) <= 0:
+        original = split_rule(split, frame)
+        parts, part_sizes = rows.split(leaves[leaf], split_rule(split), original)
+        if min(part_sizes) <= 0:
             stuck.add(leaf)
             continue
         unbalanced += not split.balanced
         stats = {"fval": split.value, "eigenvalue": split.eigenvalue, "balanced": float(split.balanced)}
-        node = tree.add_rule_split(leaf, method, rule, sizes, split.params, stats)
+        node = tree.add_rule_split(leaf, method, original, part_sizes, split.params, stats)
         del leaves[leaf]
-        leaves[node.children[0]] = rows[~above]
-        leaves[node.children[1]] = rows[above]
+        for child, part, size in zip(node.children, parts, part_sizes):
+            leaves[child], sizes[child] = part, size
     return SpectralGrowth(tree, len(leaves), evaluations, unbalanced)
