@@ -43,7 +43,7 @@ from .indices.density import log_penalised_density, penalty_coefficient
 from .indices.minimum_density import node_bandwidth
 from .indices.ncut import ncut_scale
 from .kernels.kde import weighted_moments
-from .tree import ClusterTree, HyperplaneRule, Node
+from .tree import ClusterTree, HyperplaneRule, NearestCentreRule, Node
 
 __all__ = ["plot_dendrogram", "plot_node", "plot_tree", "save_plots"]
 
@@ -74,9 +74,12 @@ def _internal_nodes(tree: ClusterTree) -> list[Node]:
     if not nodes:
         raise ValueError("The tree has no split to plot: it is a single leaf.")
     for node in nodes:
-        if not isinstance(node.rule, HyperplaneRule):
+        if not isinstance(node.rule, (HyperplaneRule, NearestCentreRule)):
             kind = getattr(node.rule, "kind", type(node.rule).__name__)
-            raise TypeError(f"Node {node.id} splits by a {kind!r} rule; only hyperplane splits can be plotted.")
+            raise TypeError(
+                f"Node {node.id} splits by a {kind!r} rule; only hyperplane and nearest-projected-centre splits "
+                "can be plotted."
+            )
     return sorted(nodes, key=lambda node: node.depth)  # stable: tree order within a level
 
 
@@ -253,6 +256,11 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample) -> Figur
     for ax, node in zip(axes, nodes):
         idx = sample.routes[node.id]
         Z = sample.rows[idx]
+        if isinstance(node.rule, NearestCentreRule):
+            _centres_panel(ax, node, Z, None if classes is None else codes[idx], colours, size)
+            ax.set_title(_node_title(node, idx.size), fontsize=10)
+            ax.set_gid(f"node-{node.id}")
+            continue
         v, b = node.rule.v, node.rule.b
         x = Z @ v
         y = Z @ _orthogonal_direction(Z, v)
@@ -303,6 +311,38 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample) -> Figur
             frameon=False,
         )
     return fig
+
+
+def _centres_panel(ax, node: Node, Z: np.ndarray, codes, colours, size: float) -> None:
+    """A nearest-projected-centre split (SCPP, LMSC): the rows on the split's projection (its first two
+    columns; with one column, the first PC orthogonal to it as y), coloured by side or by true label, and
+    the projected microcluster centres as crosses coloured by their side."""
+    rule = node.rule
+    V = rule.V
+    P = Z @ V
+    C = rule.centres
+    if V.shape[1] == 1:
+        w = _orthogonal_direction(Z, V[:, 0] / np.linalg.norm(V[:, 0]))
+        P = np.column_stack([P[:, 0], Z @ w])
+        C = np.column_stack([C[:, 0], np.full(len(C), np.median(P[:, 1]) if len(P) else 0.0)])
+    if codes is None:
+        above = rule.side(Z) if len(Z) else np.zeros(0, bool)
+        for side in (0, 1):
+            keep = above if side else ~above
+            ax.scatter(P[keep, 0], P[keep, 1], s=size, color=SIDE_COLOURS[side], alpha=0.5, linewidths=0,
+                       gid=f"side-{side}")
+    else:
+        for c, colour in enumerate(colours):
+            keep = codes == c
+            if keep.any():
+                ax.scatter(P[keep, 0], P[keep, 1], s=size, color=colour, alpha=0.6, linewidths=0, gid=f"label-{c}")
+    for side in (0, 1):
+        keep = rule.sides == bool(side)
+        ax.scatter(C[keep, 0], C[keep, 1], marker="x", s=18, color=SIDE_COLOURS[side], edgecolors="black",
+                   linewidths=1.0, gid=f"centres-{side}")
+    ax.set_xlabel("projection, column 1", fontsize=9)
+    ax.set_ylabel("projection, column 2" if V.shape[1] > 1 else "first PC orthogonal to it", fontsize=9)
+    ax.tick_params(labelsize=8)
 
 
 # ---------------------------------------------------------------------------------------------- plot_node
@@ -366,6 +406,18 @@ def plot_node(
 
 def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
     idx = sample.routes[node.id]
+    if isinstance(node.rule, NearestCentreRule):  # no one-dimensional profile: the projection itself
+        fig = Figure(figsize=(7.0, 5.6))
+        fig.set_layout_engine("constrained")
+        ax = fig.subplots(1, 1)
+        codes = colours = None
+        if sample.labels is not None:
+            _, codes, colours = _classes(sample.labels[idx])
+        _centres_panel(ax, node, sample.rows[idx], codes, colours, 8.0)
+        ax.set_title(f"{_node_title(node, idx.size)}\nsample of {sample.rows.shape[0]} of the {sample.n_total} rows "
+                     "of X; crosses: projected microclusters, by side", fontsize=10)
+        ax.set_gid("profile")
+        return fig
     p = sample.rows[idx] @ node.rule.v
     b = node.rule.b
     with_labels = sample.labels is not None

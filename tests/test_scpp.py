@@ -340,3 +340,13 @@ def _descends(tree, node, ancestor) -> bool:
         if node.id == ancestor.id:
             return True
     return False
+
+
+def test_spectral_splits_are_plotted(three):
+    from lowdens_dask import plot_node, plot_tree
+
+    X, y = three
+    model = SCPPClustering(3).fit(X)
+    for fig in (plot_tree(model.tree_, X, labels=y), plot_node(model.tree_, 0, X)):
+        gids = {artist.get_gid() for ax in fig.axes for artist in ax.collections}
+        assert {"centres-0", "centres-1"} <= gids
