@@ -179,20 +179,17 @@ class _Objective:
         self.min_side = min_side
         self.n_evaluations = 0
         self.unit = None
-        self.last: Connectivity | None = None
 
-    def connectivity(self, w: np.ndarray, gradient: bool = True) -> tuple[np.ndarray, Connectivity]:
+    def connectivity(self, w: np.ndarray, gradient: bool = True) -> tuple[np.ndarray, np.ndarray, Connectivity]:
+        """``(V, column norms of W, connectivity)`` at the flattened W."""
         W = w.reshape(-1, self.l)
         norms = np.linalg.norm(W, axis=0)
-        V = W / norms
         self.n_evaluations += 1
-        return V, spectral_connectivity(V, self.C, self.n, gradient=gradient, **self.settings)
+        V = W / norms
+        return V, norms, spectral_connectivity(V, self.C, self.n, gradient=gradient, **self.settings)
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
-        W = w.reshape(-1, self.l)
-        norms = np.linalg.norm(W, axis=0)
-        V, conn = self.connectivity(w)
-        self.last = conn
+        V, norms, conn = self.connectivity(w)
         if self.unit is None:
             self.unit = max(abs(conn.value), 1e-300)
         g = conn.gradient
@@ -227,7 +224,7 @@ def minimise_connectivity(
         else:
             result = minimize(objective, w, jac=True, method="L-BFGS-B", options=LBFGS_OPTIONS | {"maxiter": maxiter})
         w = result.x
-        _, conn = objective.connectivity(w, gradient=False)
+        _, _, conn = objective.connectivity(w, gradient=False)
         if _is_simple(conn) or radius < 1e-6:
             break
         while radius >= 1e-6:
