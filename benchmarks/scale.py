@@ -15,7 +15,8 @@ weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr 
 - ARI against the truth;
 - with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
-    python benchmarks/scale.py [--method mdh] [--n 1e6,1e7] [--peers] [--workdir DIR] [--output FILE]
+    python benchmarks/scale.py [--method mdh] [--param NAME=VALUE ...] [--n 1e6,1e7] [--peers] [--workdir DIR]
+                               [--output FILE]
 
 The default output is ``benchmarks/results/scale.md`` for mdh and ``benchmarks/results/scale-<method>.md``
 otherwise.
@@ -24,6 +25,7 @@ The agreement of summary mode with exact mode is measured by ``benchmarks/agreem
 """
 
 import argparse
+import ast
 import functools
 import shutil
 import statistics
@@ -174,6 +176,8 @@ def main(argv=None):
                         help="divisive estimator to benchmark: a key of lowdens_dask.METHODS (default mdh)")
     parser.add_argument("--split-index", default=None,
                         help="the estimator's split_index (default: the estimator's own default)")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="another estimator parameter (a Python literal; repeatable), e.g. min_side=0")
     parser.add_argument("--n", default="1e6,1e7")
     parser.add_argument("--peers", action="store_true")
     parser.add_argument("--workdir", default=None)
@@ -182,8 +186,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     estimator = METHODS[args.method].clustering
     name = args.method + ("" if args.split_index is None else f"-{args.split_index}")
-    if args.split_index is not None:
-        estimator = functools.partial(estimator, split_index=args.split_index)
+    params = {} if args.split_index is None else {"split_index": args.split_index}
+    for item in args.param:
+        key, _, text = item.partition("=")
+        try:
+            params[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            params[key] = text
+        name += f"-{key}{text}"
+    if params:
+        estimator = functools.partial(estimator, **params)
         estimator.__name__ = METHODS[args.method].clustering.__name__
     output = args.output or str(RESULTS_DIR / ("scale.md" if name == "mdh" else f"scale-{name}.md"))
     sizes = [int(float(s)) for s in args.n.split(",") if s]
@@ -218,6 +230,7 @@ def main(argv=None):
         f"Estimator: `{estimator.__name__}(n_clusters={K}, random_state=0, labels_store=...)` "
         f"(`--method {args.method}`"
         + ("" if args.split_index is None else f" `--split-index {args.split_index}`")
+        + "".join(f" `--param {item}`" for item in args.param)
         + "), other parameters at their defaults. "
         f"Cluster start-up {startup:.1f} s; warm-up fit (numba compilation in the workers) {compile_time:.1f} s, "
         "both excluded from the times below. LocalCluster: 2 worker processes x 1 thread. Peers run once.\n\n"

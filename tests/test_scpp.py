@@ -202,12 +202,7 @@ def test_nearest_centre_rule_routes_and_round_trips():
     rule = NearestCentreRule(V, centres, sides)
     X = rng.normal(size=(500, 4))
     expected = sides[np.argmin(cdist(X @ V, centres), axis=1)]
-    old = NearestCentreRule.BLOCK
-    NearestCentreRule.BLOCK = 64  # several blocks
-    try:
-        np.testing.assert_array_equal(rule.side(X), expected)
-    finally:
-        NearestCentreRule.BLOCK = old
+    np.testing.assert_array_equal(rule.side(X), expected)
     tree = ClusterTree(4, "scpp")
     tree.add_rule_split(0, "scpp", rule, (float((~expected).sum()), float(expected.sum())), {"sigma": 1.0}, {})
     again = ClusterTree.from_json(tree.to_json())

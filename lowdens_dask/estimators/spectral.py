@@ -122,6 +122,9 @@ class _SpectralClustering(_DivisiveClustering):
     def _n_clusters(self) -> int:
         return self.n_clusters
 
+    def _split_index(self) -> str:
+        return getattr(self, "split_index", "size")
+
     def _store(self, params: dict) -> None:
         """Keep the constructor's arguments as they are (scikit-learn's convention)."""
         for key, value in params.items():
@@ -134,6 +137,8 @@ class _SpectralClustering(_DivisiveClustering):
         check_positive_int(self.n_components, f"{name}: n_components")
         check_positive_int(self.n_microclusters, f"{name}: n_microclusters")
         check_positive_int(self.maxiter, f"{name}: maxiter")
+        if self._split_index() not in ("size", "fval"):
+            raise ValueError(f"{name}: split_index must be 'size' or 'fval'; got {self._split_index()!r}.")
         if getattr(self, "laplacian", "standard") not in LAPLACIANS:
             raise ValueError(f"{name}: laplacian must be one of {LAPLACIANS}; got {self.laplacian!r}.")
         if self.scheme not in SCHEMES:
@@ -197,6 +202,7 @@ class _SpectralClustering(_DivisiveClustering):
                 max_per_chunk=MAX_MICROCLUSTERS_PER_CHUNK,
                 frame=frame,
                 random_state=self.random_state,
+                split_index=self._split_index(),
             )
         self._set_growth(growth)
 
@@ -218,6 +224,7 @@ class _SpectralClustering(_DivisiveClustering):
                 frame=frame,
                 spread=within,
                 random_state=self.random_state,
+                split_index=self._split_index(),
             )
         self._set_growth(growth)
 
@@ -280,7 +287,11 @@ class SCPPClustering(_SpectralClustering):
     Parameters
     ----------
     n_clusters : int, default=8
-        Number of clusters (leaves).""",
+        Number of clusters (leaves).
+    split_index : {"size", "fval"}, default="size"
+        Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
+        the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
+        unequal sizes "size" splits large clusters before it separates small ones.""",
         2,
         "normalized",
         "package",
@@ -292,6 +303,7 @@ class SCPPClustering(_SpectralClustering):
         self,
         n_clusters: int = 8,
         *,
+        split_index: str = "size",
         n_components: int = 2,
         laplacian: str = "normalized",
         scheme: str = "package",
@@ -371,7 +383,11 @@ class LMSCClustering(_SpectralClustering):
     Parameters
     ----------
     n_clusters : int, default=8
-        Number of clusters (leaves).""",
+        Number of clusters (leaves).
+    split_index : {"size", "fval"}, default="size"
+        Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
+        the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
+        unequal sizes "size" splits large clusters before it separates small ones.""",
         1,
         None,
         "paper",
@@ -384,6 +400,7 @@ class LMSCClustering(_SpectralClustering):
         self,
         n_clusters: int = 8,
         *,
+        split_index: str = "size",
         n_components: int = 1,
         scheme: str = "paper",
         omega: float = 1.0,

@@ -105,13 +105,15 @@ def grow_spectral_tree(
     frame: Frame = Frame(),
     spread: float = 0.0,
     random_state: int | None = None,
+    split_index: str = "size",
 ) -> SpectralGrowth:
     """Grow a tree of ``n_clusters`` leaves on the points ``X`` (weights ``weights``, in ``frame``) by
-    splitting the largest leaf with :func:`spectral_split` (``params``); ``min_side`` is the balance each
-    split is asked for. Leaves without two distinct points of positive weight, or whose split would leave a
+    splitting, with :func:`spectral_split` (``params``), the largest leaf (``split_index="size"``) or the leaf
+    whose split has the lowest λ₂ (``"fval"``: every leaf's split is computed); ``min_side`` is the balance
+    each split is asked for. Leaves without two distinct points of positive weight, or whose split would leave a
     side empty, are not split."""
     rows = _RowsInMemory(X, weights, frame, spread)
-    return _grow(rows, X.shape[1], method, params, n_clusters, min_side, frame, random_state)
+    return _grow(rows, X.shape[1], method, params, n_clusters, min_side, frame, random_state, split_index)
 
 
 def grow_spectral_tree_chunked(
@@ -125,44 +127,62 @@ def grow_spectral_tree_chunked(
     max_per_chunk: int,
     frame: Frame = Frame(),
     random_state: int | None = None,
+    split_index: str = "size",
 ) -> SpectralGrowth:
     """:func:`grow_spectral_tree` over chunked rows (``root``, a ``ChunkedNode`` in ``frame``): each leaf's
     points are chunk-local k-means microclusters of its own rows (one pass), which the split reduces to its
     ``n_microclusters``; two more passes count the sides' rows."""
     rows = _RowsInChunks(root, rows_per_microcluster, max_per_chunk)
-    return _grow(rows, root.n_features, method, params, n_clusters, min_side, frame, random_state)
+    return _grow(rows, root.n_features, method, params, n_clusters, min_side, frame, random_state, split_index)
 
 
-def _grow(rows, n_features, method, params, n_clusters, min_side, frame, random_state) -> SpectralGrowth:
+def _grow(rows, n_features, method, params, n_clusters, min_side, frame, random_state, split_index) -> SpectralGrowth:
     root = rows.root()
     tree = ClusterTree(n_features, method, params, root_size=rows.size(root))
     leaves = {0: root}
     sizes = {0: tree.root.size}
-    stuck: set[int] = set()
+    found: dict = {}  # leaf id -> (split, rule in the original coordinates, parts, part sizes), or None
     rng = np.random.default_rng(random_state)
-    evaluations = unbalanced = 0
-    while len(leaves) < n_clusters:
-        open_leaves = [leaf for leaf in leaves if leaf not in stuck]
-        if not open_leaves:
-            break
-        leaf = max(open_leaves, key=lambda j: (sizes[j], -j))
+    evaluations = 0
+
+    def compute(leaf: int) -> None:
+        nonlocal evaluations
+        if leaf in found:
+            return
         seed = int(rng.integers(2**31 - 1))
         X, weights, spread = rows.points(leaves[leaf], seed)
         positive = X[weights > 0]
+        found[leaf] = None
         if len(positive) < 2 or np.ptp(positive, axis=0).max() == 0:
-            stuck.add(leaf)
-            continue
+            return
         split = spectral_split(X, weights, min_side=min_side, spread=spread, random_state=seed, **params)
         evaluations += split.n_evaluations
         original = split_rule(split, frame)
         parts, part_sizes = rows.split(leaves[leaf], split_rule(split), original)
-        if min(part_sizes) <= 0:
-            stuck.add(leaf)
-            continue
-        unbalanced += not split.balanced
+        if min(part_sizes) > 0:
+            found[leaf] = (split, original, parts, part_sizes)
+
+    while len(leaves) < n_clusters:
+        if split_index == "fval":  # every leaf's split, then the least connected one (the lowest λ₂)
+            for leaf in leaves:
+                compute(leaf)
+            candidates = [leaf for leaf in leaves if found[leaf] is not None]
+            if not candidates:
+                break
+            leaf = min(candidates, key=lambda j: (found[j][0].eigenvalue, j))
+        else:  # the largest leaf that can be split (the paper's §10 and the R package)
+            candidates = [leaf for leaf in leaves if found.get(leaf, True) is not None]
+            if not candidates:
+                break
+            leaf = max(candidates, key=lambda j: (sizes[j], -j))
+            compute(leaf)
+            if found[leaf] is None:
+                continue
+        split, original, parts, part_sizes = found.pop(leaf)
         stats = {"fval": split.value, "eigenvalue": split.eigenvalue, "balanced": float(split.balanced)}
         node = tree.add_rule_split(leaf, method, original, part_sizes, split.params, stats)
         del leaves[leaf]
         for child, part, size in zip(node.children, parts, part_sizes):
             leaves[child], sizes[child] = part, size
+    unbalanced = sum(1 for node in tree if not node.is_leaf and not node.stats["balanced"])
     return SpectralGrowth(tree, len(leaves), evaluations, unbalanced)
