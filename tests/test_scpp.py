@@ -345,3 +345,21 @@ def test_spectral_splits_are_plotted(three):
     for fig in (plot_tree(model.tree_, X, labels=y), plot_node(model.tree_, 0, X)):
         gids = {artist.get_gid() for ax in fig.axes for artist in ax.collections}
         assert {"centres-0", "centres-1"} <= gids
+
+
+def test_fval_split_index_separates_small_clusters_first():
+    """Two large clusters and two small ones on a line: splitting the largest leaf first cuts a large cluster
+    before it separates the small pair; splitting the least connected leaf (lowest λ₂) finds all four."""
+    rng = np.random.default_rng(6)
+    sizes = (900, 900, 40, 40)
+    centres = ((0, 0), (10, 0), (30, 0), (36, 0))
+    X = np.vstack(
+        [np.asarray(c) + rng.normal(size=(m, 2)) * [1.0 if m > 100 else 0.5, 1.0] for c, m in zip(centres, sizes)]
+    )
+    y = np.repeat(np.arange(4), sizes)
+    by_fval = SCPPClustering(4, split_index="fval", min_side=0).fit(X)
+    assert adjusted_rand_score(y, by_fval.labels_) == 1.0
+    by_size = SCPPClustering(4, split_index="size", min_side=0).fit(X)
+    assert 80 in [node.size for node in by_size.tree_.leaves()]  # the small pair left together
+    with pytest.raises(ValueError, match="split_index must be"):
+        SCPPClustering(2, split_index="rdepth").fit(X)
