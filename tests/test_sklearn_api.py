@@ -4,6 +4,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lowdens_dask import (
     IPDDP,
+    LMSC,
+    SCPP,
+    SCPPClustering,
     MCH,
     MDH,
     PDDP,
@@ -52,6 +55,9 @@ def expected_failures(estimator):
         MDHProjection(n_components=1),
         NCutProjection(n_components=1),
         MCProjection(n_components=1),
+        SCPP(),
+        SCPPClustering(n_clusters=2),
+        LMSC(),
     ],
     expected_failed_checks=expected_failures,
 )

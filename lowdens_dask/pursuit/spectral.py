@@ -373,6 +373,9 @@ def spectral_split(
             evaluations += used
         conn = spectral_connectivity(V, Cb, nb, gradient=False, **objective_settings(sig, beta))
         sides = bipartition(conn, nb, laplacian, settings["bipartition"], seed)
+        first = Cb @ V[:, 0]  # side 1 is the side of larger mean first projected coordinate (not row order)
+        if nb[sides] @ first[sides] * nb[~sides].sum() < nb[~sides] @ first[~sides] * nb[sides].sum():
+            sides = ~sides
         side1 = float(nb[sides].sum())
         sizes = (float(nb.sum()) - side1, side1)
         balanced = min(sizes) >= min_side
