@@ -1,6 +1,6 @@
-"""SCPP and LMSC (issue 11): the compiled kernels against plain numpy formulas, the gradient of every variant
-against central differences, the β schedule's stopping rule, the non-smooth step's direction, the split
-rule, and the estimators in memory and in summary mode."""
+"""SCPP and LMSC (issue 11): the β schedule's stopping rule, the scale rules, the non-smooth step's direction,
+the split rule, and the estimators in memory, in summary mode and in exact mode on chunks (the objective, its
+compiled kernels and its gradients: tests/test_spectral_index.py)."""
 
 import math
 import warnings
@@ -12,8 +12,6 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import LMSC, METHODS, SCPP, ClusterTree, LMSCClustering, SCPPClustering
-from lowdens_dask.indices.spectral import balancing_transform, spectral_connectivity
-from lowdens_dask.kernels.spectral import eigenvalue_gradient, laplacian_matrix
 from lowdens_dask.pursuit.spectral import _min_norm_in_hull, beta_schedule, spectral_scale, spectral_split
 from lowdens_dask.tree import HyperplaneRule, NearestCentreRule
 
@@ -22,107 +20,6 @@ def blobs(n_per=150, centres=((0, 0, 0), (7, 0, 0), (0, 7, 0)), seed=0, scale=1.
     rng = np.random.default_rng(seed)
     X = np.vstack([np.asarray(c, float) + scale * rng.normal(size=(n_per, len(c))) for c in centres])
     return X, np.repeat(np.arange(len(centres)), n_per)
-
-
-# ------------------------------------------------------------------------------------------ kernels
-
-
-def reference_laplacian(T, n, sigma, similarity, alpha, laplacian, standard_scale):
-    """The K×K matrix from its definition with scipy's distances (spec §3, §7.2)."""
-    r = cdist(T, T) / sigma
-    S = np.exp(-0.5 * r**2) if similarity == "gaussian" else (r / alpha + 1) ** alpha * np.exp(-r)
-    if laplacian == "standard":
-        A = np.sqrt(np.outer(n, n)) * S
-        return standard_scale * (np.diag(S @ n) - A), n
-    W = np.outer(n, n) * S
-    degree = W.sum(axis=1)
-    return np.eye(len(n)) - W / np.sqrt(np.outer(degree, degree)), degree
-
-
-@pytest.mark.parametrize("laplacian", ["standard", "normalized"])
-@pytest.mark.parametrize("similarity", ["gaussian", "paper"])
-def test_compiled_laplacian_and_derivative_equal_numpy(laplacian, similarity):
-    rng = np.random.default_rng(4)
-    T = rng.normal(size=(30, 2))
-    n = rng.integers(1, 6, size=30).astype(float)
-    sigma, alpha, scale = 0.7, 0.1, 1 / 37
-    settings = (1 / sigma**2, similarity == "gaussian", alpha, laplacian == "normalized", scale)
-    M, _, degree = laplacian_matrix(T, n, *settings)
-    ref, ref_degree = reference_laplacian(T, n, sigma, similarity, alpha, laplacian, scale)
-    np.testing.assert_allclose(M, ref, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(degree, ref_degree, rtol=1e-12)
-    lam, U = np.linalg.eigh(M)
-    got = eigenvalue_gradient(T, n, U[:, 1].copy(), lam[1], degree, *settings)
-
-    def eigenvalue(T2):  # λ₂ of the reference matrix at moved points
-        return np.linalg.eigvalsh(reference_laplacian(T2, n, sigma, similarity, alpha, laplacian, scale)[0])[1]
-
-    step = 1e-6
-    numeric = np.zeros_like(T)
-    for index in np.ndindex(T.shape):
-        up, down = T.copy(), T.copy()
-        up[index] += step
-        down[index] -= step
-        numeric[index] = (eigenvalue(up) - eigenvalue(down)) / (2 * step)
-    np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-8 * np.abs(numeric).max())
-
-
-def test_well_separated_points_keep_their_small_connectivity():
-    """The standard Laplacian's diagonal is summed without the self-similarity, which would cancel
-    similarities far below rounding error of the point's own weight."""
-    T = np.array([[0.0], [0.1], [30.0], [30.1]])
-    n = np.array([1000.0, 1000.0, 1000.0, 1000.0])
-    M, _, _ = laplacian_matrix(T, n, 1.0, True, 0.1, False, 1.0)
-    lam = np.linalg.eigvalsh(M)
-    expected = 2 * 1000 * math.exp(-0.5 * 29.9**2)  # two pairs of links across the gap, to first order
-    assert lam[1] == pytest.approx(expected, rel=0.05)
-
-
-# ------------------------------------------------------------------------------------------ gradient
-
-
-def centred_points(rng, K=16, d=5):
-    n = rng.integers(1, 5, size=K).astype(float)
-    C = rng.normal(size=(K, d)) + 3 * (np.arange(K) % 2)[:, None]
-    return C - n @ C / n.sum(), n
-
-
-@pytest.mark.parametrize("laplacian", ["standard", "normalized"])
-@pytest.mark.parametrize("l", [1, 2])
-@pytest.mark.parametrize("scheme", ["package", "paper"])
-def test_gradient_of_each_variant_matches_central_differences(laplacian, l, scheme):
-    """Both Laplacians, both projection dimensions, the package's (Gaussian kernel, Δ from the covariance,
-    L/N) and the paper's objective, at a random point (away from the non-smooth set: λ₂ simple)."""
-    rng = np.random.default_rng(10 + l)
-    C, n = centred_points(rng)
-    V = rng.normal(size=(C.shape[1], l))
-    V /= np.linalg.norm(V, axis=0)
-    kwargs = {"laplacian": laplacian, "beta": 1.2, "delta": 0.05, "omega": 0.4}
-    if scheme == "package":
-        cov = np.cov(C.T, aweights=n) + 0.1 * np.eye(C.shape[1])
-        kwargs.update(similarity="gaussian", covariance=cov, standard_scale=1 / n.sum())
-    got = spectral_connectivity(V, C, n, 0.8, **kwargs)
-    lam = got.eigenvalues
-    assert lam[2] - lam[1] > 1e-3 * lam[1]  # simple
-
-    def value(W):
-        return spectral_connectivity(W, C, n, 0.8, **kwargs).value
-
-    step = 1e-6
-    numeric = np.zeros_like(V)
-    for index in np.ndindex(V.shape):
-        up, down = V.copy(), V.copy()
-        up[index] += step
-        down[index] -= step
-        numeric[index] = (value(up) - value(down)) / (2 * step)
-    np.testing.assert_allclose(got.gradient, numeric, rtol=2e-5, atol=2e-7 * np.abs(numeric).max())
-
-
-def test_covariance_form_of_delta_uses_the_given_spread():
-    p = np.array([-3.0, -1.0, 0.0, 1.0, 3.0])
-    t = balancing_transform(p, np.ones(5), beta=1.0, delta=0.01, sd=2.0)
-    np.testing.assert_allclose(t.t[1:4] - t.t[2], p[1:4])  # inside [-2, 2]: the identity (shifted)
-    assert 0 < t.t[4] - (t.t[3] + 1.0) < 0.02 and t.sd == 2.0  # 1 inside Δ, then 1 outside contracted to ~δ
 
 
 # ------------------------------------------------------------------------------------------ pursuit

@@ -1,14 +1,17 @@
 """The spectral connectivity objective (issue 11, first part) against independent computations: the kernel's
 formula, λ₂ of the N×N Laplacian of the data with each microcluster centre repeated n_j times (Lemma 6), and
-central finite differences of the value for the gradient (spec §5.2 with its errata)."""
+central finite differences of the value for the gradient (spec §5.2 with its errata), for the paper's and the
+R package's variants; and the compiled kernels against the numpy formulas."""
 
 import math
 
 import numpy as np
 import pytest
 from scipy.sparse.csgraph import laplacian as graph_laplacian
+from scipy.spatial.distance import cdist
 
 from lowdens_dask.indices.spectral import balancing_transform, kernel, spectral_connectivity
+from lowdens_dask.kernels.spectral import eigenvalue_gradient, laplacian_matrix
 
 
 def weighted_centres(rng, K=14, d=5):
@@ -16,6 +19,17 @@ def weighted_centres(rng, K=14, d=5):
     C = rng.normal(size=(K, d)) + 3 * (np.arange(K) % 2)[:, None]
     C -= (n @ C) / n.sum()  # centred: Σ n_j c_j = 0
     return C, n
+
+
+def central_differences(f, V: np.ndarray, step: float = 1e-6) -> np.ndarray:
+    """d f / d V by central differences, entry by entry."""
+    numeric = np.zeros_like(V)
+    for index in np.ndindex(V.shape):
+        up, down = V.copy(), V.copy()
+        up[index] += step
+        down[index] -= step
+        numeric[index] = (f(up) - f(down)) / (2 * step)
+    return numeric
 
 
 def test_kernel_formula():
@@ -66,16 +80,93 @@ def test_gradient_matches_finite_differences(laplacian, l, beta, omega, alpha):
     def value(W):
         return spectral_connectivity(W, C, n, 0.7, **kwargs).value
 
-    step = 1e-6
-    numeric = np.zeros_like(V)
-    for index in np.ndindex(V.shape):
-        up, down = V.copy(), V.copy()
-        up[index] += step
-        down[index] -= step
-        numeric[index] = (value(up) - value(down)) / (2 * step)
+    numeric = central_differences(value, V)
     np.testing.assert_allclose(got.gradient, numeric, rtol=2e-5, atol=2e-7 * np.abs(numeric).max())
 
 
 def test_bad_laplacian_is_refused():
     with pytest.raises(ValueError, match="laplacian must be one of"):
         spectral_connectivity(np.ones(2), np.zeros((3, 2)), np.ones(3), 1.0, laplacian="random-walk")
+
+
+# ------------------------------------------------------------------------------------------ compiled kernels
+
+
+def reference_laplacian(T, n, sigma, similarity, alpha, laplacian, standard_scale):
+    """The K×K matrix from its definition with scipy's distances (spec §3, §7.2)."""
+    r = cdist(T, T) / sigma
+    S = np.exp(-0.5 * r**2) if similarity == "gaussian" else (r / alpha + 1) ** alpha * np.exp(-r)
+    if laplacian == "standard":
+        A = np.sqrt(np.outer(n, n)) * S
+        return standard_scale * (np.diag(S @ n) - A), n
+    W = np.outer(n, n) * S
+    degree = W.sum(axis=1)
+    return np.eye(len(n)) - W / np.sqrt(np.outer(degree, degree)), degree
+
+
+@pytest.mark.parametrize("laplacian", ["standard", "normalized"])
+@pytest.mark.parametrize("similarity", ["gaussian", "paper"])
+def test_compiled_laplacian_and_derivative_equal_numpy(laplacian, similarity):
+    rng = np.random.default_rng(4)
+    T = rng.normal(size=(30, 2))
+    n = rng.integers(1, 6, size=30).astype(float)
+    sigma, alpha, scale = 0.7, 0.1, 1 / 37
+    settings = (1 / sigma**2, similarity == "gaussian", alpha, laplacian == "normalized", scale)
+    M, _, degree = laplacian_matrix(T, n, *settings)
+    ref, ref_degree = reference_laplacian(T, n, sigma, similarity, alpha, laplacian, scale)
+    np.testing.assert_allclose(M, ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(degree, ref_degree, rtol=1e-12)
+    lam, U = np.linalg.eigh(M)
+    got = eigenvalue_gradient(T, n, U[:, 1].copy(), lam[1], degree, *settings)
+
+    def eigenvalue(T2):  # λ₂ of the reference matrix at moved points
+        return np.linalg.eigvalsh(reference_laplacian(T2, n, sigma, similarity, alpha, laplacian, scale)[0])[1]
+
+    numeric = central_differences(eigenvalue, T)
+    np.testing.assert_allclose(got, numeric, rtol=1e-5, atol=1e-8 * np.abs(numeric).max())
+
+
+def test_well_separated_points_keep_their_small_connectivity():
+    """The standard Laplacian's diagonal is summed without the self-similarity, which would cancel
+    similarities far below rounding error of the point's own weight."""
+    T = np.array([[0.0], [0.1], [30.0], [30.1]])
+    n = np.array([1000.0, 1000.0, 1000.0, 1000.0])
+    M, _, _ = laplacian_matrix(T, n, 1.0, True, 0.1, False, 1.0)
+    lam = np.linalg.eigvalsh(M)
+    expected = 2 * 1000 * math.exp(-0.5 * 29.9**2)  # two pairs of links across the gap, to first order
+    assert lam[1] == pytest.approx(expected, rel=0.05)
+
+
+# ------------------------------------------------------------------------------------------ gradient
+
+
+@pytest.mark.parametrize("laplacian", ["standard", "normalized"])
+@pytest.mark.parametrize("l", [1, 2])
+@pytest.mark.parametrize("scheme", ["package", "paper"])
+def test_gradient_of_each_variant_matches_central_differences(laplacian, l, scheme):
+    """Both Laplacians, both projection dimensions, the package's (Gaussian kernel, Δ from the covariance,
+    L/N) and the paper's objective, at a random point (away from the non-smooth set: λ₂ simple)."""
+    rng = np.random.default_rng(10 + l)
+    C, n = weighted_centres(rng, K=16)
+    V = rng.normal(size=(C.shape[1], l))
+    V /= np.linalg.norm(V, axis=0)
+    kwargs = {"laplacian": laplacian, "beta": 1.2, "delta": 0.05, "omega": 0.4}
+    if scheme == "package":
+        cov = np.cov(C.T, aweights=n) + 0.1 * np.eye(C.shape[1])
+        kwargs.update(similarity="gaussian", covariance=cov, standard_scale=1 / n.sum())
+    got = spectral_connectivity(V, C, n, 0.8, **kwargs)
+    lam = got.eigenvalues
+    assert lam[2] - lam[1] > 1e-3 * lam[1]  # simple
+
+    def value(W):
+        return spectral_connectivity(W, C, n, 0.8, **kwargs).value
+
+    numeric = central_differences(value, V)
+    np.testing.assert_allclose(got.gradient, numeric, rtol=2e-5, atol=2e-7 * np.abs(numeric).max())
+
+
+def test_covariance_form_of_delta_uses_the_given_spread():
+    p = np.array([-3.0, -1.0, 0.0, 1.0, 3.0])
+    t = balancing_transform(p, np.ones(5), beta=1.0, delta=0.01, sd=2.0)
+    np.testing.assert_allclose(t.t[1:4] - t.t[2], p[1:4])  # inside [-2, 2]: the identity (shifted)
+    assert 0 < t.t[4] - (t.t[3] + 1.0) < 0.02 and t.sd == 2.0  # 1 inside Δ, then 1 outside contracted to ~δ

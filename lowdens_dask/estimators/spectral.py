@@ -21,15 +21,9 @@ from ..tree import HyperplaneRule
 from ..tree.spectral import grow_spectral_tree, grow_spectral_tree_chunked
 from ._scale_out import (
     MAX_MICROCLUSTERS_PER_CHUNK,
-    check_scale_out_params,
     exact_frame,
-    fit_exact_chunked,
-    fit_in_summary_mode,
-    is_chunked_input,
-    route_rows,
-    use_summary_mode,
 )
-from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
+from ._validation import check_positive_int, single_threaded_blas, standardisation
 from .divisive import _DivisiveClustering
 
 #: Parameters handed to :func:`lowdens_dask.pursuit.spectral.spectral_split` as they are.
@@ -174,19 +168,6 @@ class _SpectralClustering(_DivisiveClustering):
             return float(self.min_side)
         k = self._n_clusters()
         return total / k / 5 if SCHEMES[self.scheme]["min_side_rule"] == "package" else total / (2 * k)
-
-    def fit(self, X, y=None, sample_weight=None):
-        """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are the leaves' labels."""
-        self._check_params()
-        check_scale_out_params(self)
-        if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
-        if is_chunked_input(X):
-            return fit_exact_chunked(self, X, sample_weight, self._fit_node, lambda arr: route_rows(self.tree_, arr))
-        X, weights = check_fit_input(self, X, sample_weight)
-        self._fit_rows(X, weights)
-        self.labels_ = self.tree_.predict(X)
-        return self
 
     def _fit_node(self, root) -> None:
         """Exact mode on chunked input: each leaf's points are microclusters of its own rows (a pass each)."""
