@@ -101,17 +101,19 @@ _ATTRIBUTES_DOC = """
     n_clusters_ : int
     n_evaluations_ : int
         Objective evaluations over all splits.
-    n_microclusters_, n_nonfinite_ : int
-        Summary mode only.
+    n_microclusters_ : int
+        Summary mode only: the number of summaries the tree was grown on.
+    n_nonfinite_ : int
+        Dask or zarr input: rows set aside for NaN/inf (``nonfinite="skip"``).
 """
 
 
 class _SpectralClustering(_DivisiveClustering):
-    """Shared fit of the spectral estimators: grow the tree on rows in memory, or on the scale-out engine's
-    summaries (summary mode), splitting the largest leaf."""
+    """What the spectral estimators share: the divisive fit (rows in memory, the scale-out engine's summaries in
+    summary mode, or each node's own rows in exact mode on chunks) with the spectral tree grower
+    (:mod:`lowdens_dask.tree.spectral`), and the parameter checks."""
 
     _large_margin = False
-    _default_scheme = "package"
 
     def _n_clusters(self) -> int:
         return self.n_clusters

@@ -1,10 +1,10 @@
-"""Growing a :class:`ClusterTree` by spectral bi-partitions (SCPP, LMSC): split the largest leaf until there
-are ``n_clusters`` (the paper's §10 and the R package's ``SCPP_cluster``), each split found on the leaf's own
-points by :func:`lowdens_dask.pursuit.spectral.spectral_split` (scale, principal components, microclusters and
-β search recomputed per leaf).
+"""Growing a :class:`ClusterTree` by spectral bi-partitions (SCPP, LMSC): split the largest leaf (the paper's
+§10 and the R package's ``SCPP_cluster``), or the least connected one, until there are ``n_clusters``, each
+split found on the leaf's own points by :func:`lowdens_dask.pursuit.spectral.spectral_split` (scale,
+principal components, microclusters and β search recomputed per leaf).
 
-The points are rows in memory or, in summary mode, the scale-out engine's summaries weighted by their row
-counts: one code path. A split's rule is a hyperplane when the projection is one-dimensional and the two
+The points are rows in memory, the scale-out engine's summaries weighted by their row counts (summary
+mode), or microclusters built by a pass over the leaf's own rows (exact mode on chunks): one code path. A split's rule is a hyperplane when the projection is one-dimensional and the two
 sides' projected microclusters do not interleave (the threshold halfway across the gap, which routes
 exactly as the nearest projected centre), and otherwise the nearest projected centre
 (:class:`~lowdens_dask.tree.rules.NearestCentreRule`).
