@@ -135,7 +135,7 @@ class _SpectralClustering(_DivisiveClustering):
         check_positive_int(self.maxiter, f"{name}: maxiter")
         if self._split_index() not in ("size", "fval"):
             raise ValueError(f"{name}: split_index must be 'size' or 'fval'; got {self._split_index()!r}.")
-        if getattr(self, "laplacian", "standard") not in LAPLACIANS:
+        if self.laplacian not in LAPLACIANS:
             raise ValueError(f"{name}: laplacian must be one of {LAPLACIANS}; got {self.laplacian!r}.")
         if self.scheme not in SCHEMES:
             raise ValueError(f"{name}: scheme must be one of {tuple(SCHEMES)}; got {self.scheme!r}.")
@@ -159,7 +159,7 @@ class _SpectralClustering(_DivisiveClustering):
             raise ValueError(f"{name}: min_side must be None or a non-negative number; got {self.min_side!r}.")
 
     def _split_params(self) -> dict:
-        params = {key: getattr(self, key, "standard") for key in _SPLIT_PARAMS}
+        params = {key: getattr(self, key) for key in _SPLIT_PARAMS}
         if params["betas"] is not None:
             params["betas"] = tuple(float(b) for b in params["betas"])
         return {**params, "large_margin": self._large_margin}
@@ -378,6 +378,7 @@ class LMSCClustering(_SpectralClustering):
 
     _method = "lmsc"
     _large_margin = True
+    laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
 
     def __init__(
         self,
@@ -423,6 +424,7 @@ class LMSC(_OneSplit, _SpectralClustering):
 
     _method = "lmsc"
     _large_margin = True
+    laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
 
     def __init__(
         self,

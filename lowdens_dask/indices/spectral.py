@@ -38,14 +38,6 @@ LAPLACIANS = ("standard", "normalized")
 SIMILARITIES = ("paper", "gaussian")
 
 
-def kernel(x: np.ndarray, alpha: float) -> np.ndarray:
-    """k(x) = (x/α + 1)^α e^{−x} for x >= 0 (eq. 30); α = 0 is the Laplace kernel e^{−x}."""
-    x = np.asarray(x, dtype=np.float64)
-    if alpha == 0:
-        return np.exp(-x)
-    return np.exp(alpha * np.log1p(x / alpha) - x)
-
-
 class Transformed(NamedTuple):
     """T_Δ applied to one projected coordinate, with what its Jacobian needs."""
 
@@ -95,8 +87,6 @@ class Connectivity(NamedTuple):
     gradient: np.ndarray | None  #: d value / d V, shape (d, l) (None when not asked for)
     eigenvalues: np.ndarray  #: the three smallest eigenvalues of the K×K matrix (fewer for K < 3)
     eigenvectors: np.ndarray  #: their unit eigenvectors, shape (K, 3)
-    transformed: np.ndarray  #: T_Δ of the projected points, shape (K, l)
-    sd: np.ndarray  #: σ_i of each projected coordinate (the half-width of Δ_i over β)
     degree: np.ndarray  #: what maps the eigenvectors to the points: u/√degree (n for L, W's row sums for L_norm)
     norm: float  #: the largest diagonal entry of the K×K matrix; its eigenvalues are accurate to about eps·norm
 
@@ -154,16 +144,15 @@ def spectral_connectivity(
         laplacian == "normalized",
         float(standard_scale),
     )
-    M, _, degree = laplacian_matrix(T, n, *settings)
+    M, degree = laplacian_matrix(T, n, *settings)
     top = min(2, len(n) - 1)
     lam, U = eigh(M, subset_by_index=[0, top], driver="evr")
     norm = float(np.abs(np.diag(M)).max())
     gram = V.T @ V
     off = gram - np.diag(np.diag(gram))
     value = float(lam[1] + omega * (off**2).sum())
-    sd = np.array([part.sd for part in parts])
     if not gradient:
-        return Connectivity(value, float(lam[1]), None, lam, U, T, sd, degree, norm)
+        return Connectivity(value, float(lam[1]), None, lam, U, degree, norm)
     dT = eigenvalue_gradient(T, n, np.ascontiguousarray(U[:, 1]), float(lam[1]), degree, *settings)
     grad = np.empty_like(V)
     for i, part in enumerate(parts):
@@ -173,7 +162,7 @@ def spectral_connectivity(
                 grad[:, i] += (dT[:, i] @ part.kappa) * (C.T @ part.g)
             elif part.sd > 0:
                 grad[:, i] += (dT[:, i] @ part.kappa) * (covariance @ V[:, i]) / part.sd
-    return Connectivity(value, float(lam[1]), grad, lam, U, T, sd, degree, norm)
+    return Connectivity(value, float(lam[1]), grad, lam, U, degree, norm)
 
 
-__all__ = ["LAPLACIANS", "SIMILARITIES", "Connectivity", "balancing_transform", "kernel", "spectral_connectivity"]
+__all__ = ["LAPLACIANS", "SIMILARITIES", "Connectivity", "balancing_transform", "spectral_connectivity"]

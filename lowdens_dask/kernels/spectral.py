@@ -14,7 +14,7 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _similarity(r2, gaussian, alpha):
+def similarity(r2, gaussian, alpha):
     """k(r) and k'(r)/r for the squared scaled distance r² (k'(r)/r at r = 0 is the limit)."""
     if gaussian:
         s = math.exp(-0.5 * r2)
@@ -28,22 +28,27 @@ def _similarity(r2, gaussian, alpha):
 
 
 @njit(cache=True, nogil=True)
+def _squared_distance(T, j, m):
+    r2 = 0.0
+    for i in range(T.shape[1]):
+        diff = T[j, i] - T[m, i]
+        r2 += diff * diff
+    return r2
+
+
+@njit(cache=True, nogil=True)
 def laplacian_matrix(T, n, inv_sigma2, gaussian, alpha, normalized, standard_scale):
-    """``(M, S, degree)`` for transformed projections ``T`` (K×l) with weights ``n``.
+    """``(M, degree)`` for transformed projections ``T`` (K×l) with weights ``n``.
 
     Standard: M = standard_scale · (diag(S n) − (√n √nᵀ) ∘ S), degree = n, its diagonal summed without the
     self-similarity (n_j k(0) − n_j k(0) would cancel the small similarities of well separated points). Normalised: W = (n nᵀ) ∘ S,
     degree = W 1, M = I − D^{−1/2} W D^{−1/2}. S has k(0) = 1 on its diagonal."""
-    K, l = T.shape
+    K = T.shape[0]
     S = np.empty((K, K))
     for j in range(K):
         S[j, j] = 1.0
         for m in range(j + 1, K):
-            r2 = 0.0
-            for i in range(l):
-                diff = T[j, i] - T[m, i]
-                r2 += diff * diff
-            s, _ = _similarity(r2 * inv_sigma2, gaussian, alpha)
+            s, _ = similarity(_squared_distance(T, j, m) * inv_sigma2, gaussian, alpha)
             S[j, m] = s
             S[m, j] = s
     M = np.empty((K, K))
@@ -67,7 +72,7 @@ def laplacian_matrix(T, n, inv_sigma2, gaussian, alpha, normalized, standard_sca
                     total += n[m] * S[j, m]
                 M[j, m] = -standard_scale * math.sqrt(n[j] * n[m]) * S[j, m]
             M[j, j] = standard_scale * total
-    return M, S, degree
+    return M, degree
 
 
 @njit(cache=True, nogil=True)
@@ -82,11 +87,7 @@ def eigenvalue_gradient(T, n, u, lam, degree, inv_sigma2, gaussian, alpha, norma
     out = np.zeros((K, l))
     for j in range(K):
         for m in range(j + 1, K):
-            r2 = 0.0
-            for i in range(l):
-                diff = T[j, i] - T[m, i]
-                r2 += diff * diff
-            _, slope = _similarity(r2 * inv_sigma2, gaussian, alpha)
+            _, slope = similarity(_squared_distance(T, j, m) * inv_sigma2, gaussian, alpha)
             gap = a[j] - a[m]
             if normalized:
                 g = n[j] * n[m] * (gap * gap - lam * (a[j] * a[j] + a[m] * a[m]))
