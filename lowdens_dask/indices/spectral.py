@@ -29,7 +29,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-
 from scipy.linalg import eigh
 
 from ..kernels.spectral import eigenvalue_gradient, laplacian_matrix
