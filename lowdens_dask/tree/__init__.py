@@ -1,13 +1,14 @@
 """The public cluster tree: nodes with split rules, and its grower."""
 
 from .cluster_tree import SCHEMA_VERSION, ClusterTree, Node, hyperplane_side, leaf_labels_from_json
-from .rules import RULES, HyperplaneRule, NearestCentreRule, SplitRule
+from .rules import RULES, HyperplaneRule, KernelExpansionRule, NearestCentreRule, SplitRule
 
 __all__ = [
     "RULES",
     "SCHEMA_VERSION",
     "ClusterTree",
     "HyperplaneRule",
+    "KernelExpansionRule",
     "NearestCentreRule",
     "Node",
     "SplitRule",

@@ -109,8 +109,101 @@ class NearestCentreRule(SplitRule):
         return f"NearestCentreRule(l={self.V.shape[1]}, n_centres={len(self.sides)})"
 
 
+#: Kernels of :class:`KernelExpansionRule`, as functions of the squared distance r2 and the width gamma.
+EXPANSION_KERNELS = ("rbf", "rbf-distance", "euclidean")
+#: Rows per block when a kernel expansion is evaluated (bounds the block of kernel values in memory).
+EXPANSION_BLOCK_ROWS = 4096
+
+
+class KernelExpansionRule(SplitRule):
+    """Rows with ``f(x) = sum_j coef_j k(x, s_j) + intercept >= 0`` go to child 1, the others to child 0.
+
+    The rule of splits learned in a kernel or distance feature space: an SVM's decision function
+    (``kernel="rbf"``, k = exp(-gamma |x - s|^2); SVM-relabel) or the maximal-separation hyperplane of MSC in
+    distance-feature space (``"rbf-distance"``, k = sqrt(2 - 2 exp(-gamma |x - s|^2)), the metric of a Gaussian
+    kernel, eq. 2.3 of the MSC paper; ``"euclidean"``, k = |x - s|). The support rows ``s_j`` are stored in the
+    original coordinates and distances are taken on ``(x - s) / scale`` (per-feature ``scale``, for fits on
+    standardised rows; 1 by default).
+    """
+
+    kind = "kernel-expansion"
+
+    def __init__(self, support, coef, intercept: float = 0.0, kernel: str = "rbf", gamma: float = 1.0, scale=None):
+        if kernel not in EXPANSION_KERNELS:
+            raise ValueError(f"kernel must be one of {EXPANSION_KERNELS}; got {kernel!r}.")
+        self.support = np.atleast_2d(np.asarray(support, dtype=np.float64))
+        self.coef = np.asarray(coef, dtype=np.float64).ravel()
+        if self.coef.shape[0] != self.support.shape[0]:
+            raise ValueError(f"coef has {self.coef.shape[0]} entries for {self.support.shape[0]} support rows.")
+        self.intercept = float(intercept)
+        self.kernel = kernel
+        self.gamma = float(gamma)
+        self.scale = None if scale is None else np.asarray(scale, dtype=np.float64).ravel()
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """f(x) for each row of X (blocks of ``EXPANSION_BLOCK_ROWS`` rows)."""
+        X = np.asarray(X, dtype=np.float64)
+        S = self.support
+        if self.scale is not None:
+            X, S = X / self.scale, S / self.scale
+        s2 = np.einsum("ij,ij->i", S, S)
+        out = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], EXPANSION_BLOCK_ROWS):
+            block = X[start : start + EXPANSION_BLOCK_ROWS]
+            r2 = np.einsum("ij,ij->i", block, block)[:, None] + s2[None, :] - 2.0 * (block @ S.T)
+            np.maximum(r2, 0.0, out=r2)
+            if self.kernel == "rbf":
+                K = np.exp(-self.gamma * r2)
+            elif self.kernel == "rbf-distance":
+                K = np.sqrt(np.maximum(2.0 - 2.0 * np.exp(-self.gamma * r2), 0.0))
+            else:
+                K = np.sqrt(r2)
+            out[start : start + block.shape[0]] = K @ self.coef + self.intercept
+        return out
+
+    def side(self, X: np.ndarray) -> np.ndarray:
+        return self.decision_function(X) >= 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "kernel": self.kernel,
+            "gamma": self.gamma,
+            "support": self.support.tolist(),
+            "coef": self.coef.tolist(),
+            "intercept": self.intercept,
+            "scale": None if self.scale is None else self.scale.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> KernelExpansionRule:
+        return cls(
+            payload["support"],
+            payload["coef"],
+            payload["intercept"],
+            payload["kernel"],
+            payload["gamma"],
+            payload.get("scale"),
+        )
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, KernelExpansionRule)
+            and (self.kernel, self.gamma, self.intercept) == (other.kernel, other.gamma, other.intercept)
+            and np.array_equal(self.support, other.support)
+            and np.array_equal(self.coef, other.coef)
+            and (self.scale is None) == (other.scale is None)
+            and (self.scale is None or np.array_equal(self.scale, other.scale))
+        )
+
+    def __repr__(self) -> str:
+        return f"KernelExpansionRule(kernel={self.kernel!r}, gamma={self.gamma:g}, n_support={len(self.coef)})"
+
+
 #: Split rules by kind, for reading trees back from JSON.
-RULES: dict[str, type[SplitRule]] = {HyperplaneRule.kind: HyperplaneRule, NearestCentreRule.kind: NearestCentreRule}
+RULES: dict[str, type[SplitRule]] = {
+    rule.kind: rule for rule in (HyperplaneRule, NearestCentreRule, KernelExpansionRule)
+}
 
 
 def rule_from_dict(payload: dict[str, Any]) -> SplitRule:
