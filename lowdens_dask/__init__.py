@@ -25,6 +25,9 @@ _PUBLIC = {
             "LMSCClustering",
             "MCH",
             "MDH",
+            "MDHClassifier",
+            "MSC",
+            "MSCClustering",
             "METHODS",
             "PDDP",
             "DePDDP",
@@ -37,6 +40,8 @@ _PUBLIC = {
             "NCutProjection",
             "SCPP",
             "SCPPClustering",
+            "SVMRelabelClustering",
+            "SupportVectorClustering",
         )
     },
     "ClusterTree": "lowdens_dask.tree",

@@ -42,7 +42,7 @@ def test_every_method_is_registered_with_its_estimators():
     """Every hyperplane index has its estimators; the spectral methods (their own pursuit over l-dimensional
     projections, tests/test_scpp.py) are registered beside them."""
     assert set(INDICES) == {"mdh", "pddp", "depddp", "ipddp", "ncut", "mc"}
-    assert set(METHODS) == set(INDICES) | {"scpp", "lmsc"}
+    assert set(METHODS) == set(INDICES) | {"scpp", "lmsc", "msc", "svm-relabel"}
     for name, method in METHODS.items():
         assert method.clustering._method == name
         for estimator in (method.hyperplane, method.projection):

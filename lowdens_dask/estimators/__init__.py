@@ -2,10 +2,13 @@
 
 from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
+from .msc import MSC, MSCClustering
 from .ncut import NCutClustering, NCutH
 from .projection import MCProjection, MDHProjection, NCutProjection
 from .registry import METHODS, Method, get_method
+from .semi_supervised import MDHClassifier
 from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
+from .svm import SupportVectorClustering, SVMRelabelClustering
 from .variance_ratio import MCClustering, MCH
 
 __all__ = [
@@ -14,10 +17,15 @@ __all__ = [
     "LMSCClustering",
     "MCH",
     "MDH",
+    "MDHClassifier",
+    "MSC",
+    "MSCClustering",
     "METHODS",
     "PDDP",
     "SCPP",
     "SCPPClustering",
+    "SVMRelabelClustering",
+    "SupportVectorClustering",
     "DePDDP",
     "MCClustering",
     "MCProjection",

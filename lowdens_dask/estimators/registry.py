@@ -9,9 +9,11 @@ from typing import NamedTuple
 
 from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
+from .msc import MSC, MSCClustering
 from .ncut import NCutClustering, NCutH
 from .projection import MCProjection, MDHProjection, NCutProjection
 from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
+from .svm import SVMRelabelClustering
 from .variance_ratio import MCClustering, MCH
 
 
@@ -34,6 +36,9 @@ METHODS: dict[str, Method] = {
     # spectral connectivity: their own pursuit over l-dimensional projections of microclusters
     "scpp": Method(SCPPClustering, SCPP, None),
     "lmsc": Method(LMSCClustering, LMSC, None),
+    # kernel and distance feature spaces: splits are KernelExpansionRule objects
+    "msc": Method(MSCClustering, MSC, None),
+    "svm-relabel": Method(SVMRelabelClustering, None, None),
 }
 
 
