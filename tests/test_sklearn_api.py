@@ -4,6 +4,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lowdens_dask import (
     IPDDP,
+    MDHClassifier,
     LMSC,
     SCPP,
     SCPPClustering,
@@ -29,7 +30,18 @@ from lowdens_dask import (
 MC_ROW_ORDER = "2-means start depends on row order; the check's data have many equally optimal directions"
 
 
+#: scikit-learn's semi-supervised convention (y = -1 marks the unlabelled rows) makes -1 unusable as a class.
+UNLABELLED_IS_MINUS_ONE = "the check uses -1 as a class; the semi-supervised convention reserves it for unlabelled rows"
+
+
 def expected_failures(estimator):
+    if isinstance(estimator, MDHClassifier):
+        return {
+            "check_classifiers_classes": UNLABELLED_IS_MINUS_ONE,
+            # as MDH's, to the optimiser's tolerances: the weighted and the repeated rows' L-BFGS paths differ in the
+            # last digits and the b search amplifies it (tests/test_semi_supervised.py checks equivalence to 1e-2)
+            "check_sample_weight_equivalence_on_dense_data": "equal to the optimiser's tolerance, not to 1e-7",
+        }
     if isinstance(estimator, MDH):
         return {
             # Weighted and repeated fits agree to ~1e-6 relative (BFGS and the b search stop at finite
@@ -58,6 +70,7 @@ def expected_failures(estimator):
         SCPP(),
         SCPPClustering(n_clusters=2),
         LMSC(),
+        MDHClassifier(),
     ],
     expected_failed_checks=expected_failures,
 )

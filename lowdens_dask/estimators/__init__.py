@@ -9,31 +9,31 @@ from .registry import METHODS, Method, get_method
 from .semi_supervised import MDHClassifier
 from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
 from .svm import SupportVectorClustering, SVMRelabelClustering
-from .variance_ratio import MCClustering, MCH
+from .variance_ratio import MCH, MCClustering
 
 __all__ = [
     "IPDDP",
     "LMSC",
-    "LMSCClustering",
     "MCH",
     "MDH",
-    "MDHClassifier",
-    "MSC",
-    "MSCClustering",
     "METHODS",
+    "MSC",
     "PDDP",
     "SCPP",
-    "SCPPClustering",
-    "SVMRelabelClustering",
-    "SupportVectorClustering",
     "DePDDP",
+    "LMSCClustering",
     "MCClustering",
     "MCProjection",
+    "MDHClassifier",
     "MDHClustering",
     "MDHProjection",
+    "MSCClustering",
     "Method",
     "NCutClustering",
     "NCutH",
     "NCutProjection",
+    "SCPPClustering",
+    "SVMRelabelClustering",
+    "SupportVectorClustering",
     "get_method",
 ]

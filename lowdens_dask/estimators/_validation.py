@@ -102,8 +102,9 @@ def check_mdh_params(est) -> None:
     check_positive_int(est.maxiter, f"{name}: maxiter")
     if not est.ftol > 0:
         raise ValueError(f"{name}: ftol must be positive; got {est.ftol!r}.")
-    if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
-        raise ValueError(f"{name}: min_size must be a positive number; got {est.min_size!r}.")
+    min_size = getattr(est, "min_size", 1)  # the classifier has none
+    if not (isinstance(min_size, numbers.Real) and min_size > 0):
+        raise ValueError(f"{name}: min_size must be a positive number; got {min_size!r}.")
     bw = est.bandwidth
     if not (bw is None or bw == "silverman" or callable(bw) or (isinstance(bw, numbers.Real) and bw > 0)):
         raise ValueError(f"{name}: bandwidth must be None, 'silverman', a positive number or a callable; got {bw!r}.")

@@ -14,7 +14,7 @@ from .ncut import NCutClustering, NCutH
 from .projection import MCProjection, MDHProjection, NCutProjection
 from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
 from .svm import SVMRelabelClustering
-from .variance_ratio import MCClustering, MCH
+from .variance_ratio import MCH, MCClustering
 
 
 class Method(NamedTuple):
