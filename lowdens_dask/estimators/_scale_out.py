@@ -45,7 +45,7 @@ from sklearn.utils import check_random_state
 from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import ChunkedNode, Summary
 from ..backend.frame import Frame
-from ..tree import ClusterTree, leaf_labels_from_json
+from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
 MAX_MICROCLUSTERS_PER_CHUNK = 64
@@ -179,6 +179,4 @@ def exact_frame(est, root: ChunkedNode) -> tuple[ChunkedNode, Frame]:
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:
     """Lazy leaf labels for chunked rows (-1 for NaN/inf); the tree travels to the workers as JSON."""
-    if arr.shape[1] != tree.n_features:
-        raise ValueError(f"X must have shape (n_samples, {tree.n_features}); got {arr.shape}.")
-    return ChunkedData(arr).label_rows(leaf_labels_from_json, tree.to_json())
+    return tree.predict(arr)

@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
+
+from .._warnings import warn
 
 
 def single_threaded_blas():
@@ -27,9 +28,74 @@ def single_threaded_blas():
 MAX_TOTAL_WEIGHT = 1e30
 
 
+def reject_strings(X) -> None:
+    """Strings in X are an error: numpy would convert numeric strings ("1.5") to numbers silently."""
+    columns = getattr(X, "dtypes", None)  # a DataFrame: look at its non-numeric columns only
+    if columns is not None:
+        arrays = [np.asarray(X[name]) for name, dtype in zip(X.columns, columns) if np.dtype(dtype).kind not in "biufc"]
+    elif isinstance(X, np.ndarray) or isinstance(X, (list, tuple)):
+        arrays = [np.asarray(X, dtype=object) if not isinstance(X, np.ndarray) else X]
+    else:
+        return
+    for arr in arrays:
+        if arr.dtype.kind in "US" or (
+            arr.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in np.asarray(arr).ravel())
+        ):
+            raise ValueError(
+                "X contains strings; convert it to numbers first (numeric strings are not converted silently)."
+            )
+
+
 def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray]:
-    """Validate X (finite, 2-D, at least two rows) and the weights; warn about constant columns."""
+    """Validate X (finite, 2-D, at least two rows, no strings) and the weights; warn about constant columns."""
+    reject_strings(X)
     X = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2, ensure_all_finite=True)
+    return X, _checked_weights(X, sample_weight)
+
+
+def check_fit_rows(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`check_fit_input` with the estimator's NaN/inf policy: with ``nonfinite="skip"`` the rows with NaN or
+    inf are set aside (as for chunked input). Returns ``(X, weights, finite)``: the rows kept, their weights, and
+    the mask of the rows kept among X's, or None when all are."""
+    if getattr(estimator, "nonfinite", "raise") != "skip":
+        return (*check_fit_input(estimator, X, sample_weight), None)
+    reject_strings(X)
+    X = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2, ensure_all_finite=False)
+    finite = np.isfinite(X).all(axis=1)
+    if finite.all():
+        return X, _checked_weights(X, sample_weight), None
+    if sample_weight is not None:
+        sample_weight = np.asarray(sample_weight)
+        if sample_weight.shape != (X.shape[0],):
+            raise ValueError(f"sample_weight must have shape ({X.shape[0]},); got {sample_weight.shape}.")
+        sample_weight = sample_weight[finite]
+    X = np.ascontiguousarray(X[finite])
+    if X.shape[0] < 2:
+        raise ValueError(f"X has {X.shape[0]} rows without NaN or inf; at least 2 are needed.")
+    return X, _checked_weights(X, sample_weight), finite
+
+
+def labels_with_skipped(labels: np.ndarray, finite: np.ndarray | None) -> np.ndarray:
+    """Labels of all rows: those of the rows kept, -1 for the rows set aside (``finite`` False)."""
+    if finite is None:
+        return labels
+    out = np.full(finite.shape[0], -1, dtype=labels.dtype)
+    out[finite] = labels
+    return out
+
+
+def predict_rows(estimator, X, predict) -> np.ndarray:
+    """``predict(X)`` on validated in-memory rows; with ``nonfinite="skip"`` rows with NaN or inf get -1."""
+    reject_strings(X)
+    skip = getattr(estimator, "nonfinite", "raise") == "skip"
+    X = validate_data(estimator, X, dtype=np.float64, reset=False, ensure_all_finite=not skip)
+    finite = np.isfinite(X).all(axis=1) if skip else None
+    if finite is None or finite.all():
+        return predict(X)
+    return labels_with_skipped(predict(X[finite]), finite)
+
+
+def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
     n = X.shape[0]
     if sample_weight is None:
         weights = np.ones(n)
@@ -58,13 +124,11 @@ def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray
     if constant.size == X.shape[1]:
         raise ValueError("Every feature of X is constant; there is no direction to split along.")
     if constant.size:
-        warnings.warn(
+        warn(
             f"X has {constant.size} constant column(s) (indices {constant[:10].tolist()}"
-            f"{'...' if constant.size > 10 else ''}); they carry no information and do not affect the split.",
-            UserWarning,
-            stacklevel=3,
+            f"{'...' if constant.size > 10 else ''}); they carry no information and do not affect the split."
         )
-    return X, weights
+    return weights
 
 
 def standardisation(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +156,11 @@ def check_mdh_params(est) -> None:
         if alphas.ndim != 1 or alphas.size == 0 or np.any(alphas < 0) or not np.all(np.isfinite(alphas)):
             raise ValueError(
                 f"{name}: alphas must be a non-empty sequence of non-negative numbers; got {est.alphas!r}."
+            )
+        if np.any(alphas > 1):
+            raise ValueError(
+                f"{name}: alphas are standard deviations of the projections either side of their mean (eq. 7), "
+                f"at most 1 (the paper's schedule ends at 0.9); got {est.alphas!r}."
             )
         if np.any(np.diff(alphas) < 0):
             raise ValueError(f"{name}: alphas must be non-decreasing (a continuation schedule); got {est.alphas!r}.")

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .._warnings import warn
 from ..backend import as_dask_array
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
@@ -26,7 +26,7 @@ from ._scale_out import (
     route_rows,
     use_summary_mode,
 )
-from ._validation import check_fit_input, check_mdh_params, check_positive_int
+from ._validation import check_fit_rows, check_mdh_params, check_positive_int, labels_with_skipped, predict_rows
 
 
 class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
@@ -76,9 +76,10 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
         if is_chunked_input(X):
             return fit_exact_chunked(self, X, sample_weight, self._fit_node, lambda arr: route_rows(self.tree_, arr))
-        X, weights = check_fit_input(self, X, sample_weight)
+        X, weights, finite = check_fit_rows(self, X, sample_weight)
         self._fit_rows(X, weights)
-        self.labels_ = self.tree_.predict(X)
+        self.labels_ = labels_with_skipped(self.tree_.predict(X), finite)
+        self.n_nonfinite_ = 0 if finite is None else int((~finite).sum())
         return self
 
     def _fit_data(self, data, frame, parallel: bool, refine) -> None:
@@ -96,19 +97,15 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
             refine=refine,
         )
         if growth.n_forced:
-            warnings.warn(
+            warn(
                 f"{growth.n_forced} of the {growth.n_leaves - 1} splits were forced to reach n_clusters="
                 f"{self.n_clusters}: no leaf had a valid {self._method} split (they are marked forced in tree_; "
-                "force_n_clusters=False stops at the last valid split).",
-                UserWarning,
-                stacklevel=4,
+                "force_n_clusters=False stops at the last valid split)."
             )
         if self.n_clusters is not None and growth.n_leaves < self.n_clusters:
-            warnings.warn(
+            warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
-                + ("can be split further." if self.force_n_clusters else f"has a valid {self._method} split."),
-                UserWarning,
-                stacklevel=4,
+                + ("can be split further." if self.force_n_clusters else f"has a valid {self._method} split.")
             )
         self.tree_ = growth.tree
         self.n_clusters_ = growth.n_leaves
@@ -123,8 +120,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         check_is_fitted(self)
         if is_chunked_input(X):
             return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
-        return self.tree_.predict(X)
+        return predict_rows(self, X, self.tree_.predict)
 
 
 def _size(node, data, hp) -> float:

@@ -6,12 +6,11 @@ with it."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array
 from ..backend.frame import Frame
 from ..tree import hyperplane_side
@@ -24,7 +23,7 @@ from ._scale_out import (
     is_chunked_input,
     use_summary_mode,
 )
-from ._validation import check_fit_input
+from ._validation import check_fit_rows, labels_with_skipped, predict_rows
 
 
 def _no_rank(node, data, hp) -> float:
@@ -60,9 +59,10 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
         if is_chunked_input(X):
             return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._predict_chunked)
-        X, weights = check_fit_input(self, X, sample_weight)
+        X, weights, finite = check_fit_rows(self, X, sample_weight)
         self._fit_rows(X, weights)
-        self.labels_ = self._predict(X)
+        self.labels_ = labels_with_skipped(self._predict(X), finite)
+        self.n_nonfinite_ = 0 if finite is None else int((~finite).sum())
         return self
 
     def _fit_data(self, data, frame: Frame, parallel: bool, refine) -> None:
@@ -93,7 +93,7 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
         if not root.is_leaf:  # the split made (polished with refine)
             hp = hp._replace(v=root.v, b=root.b, stats=root.stats, params=root.params)
         else:
-            warnings.warn(self._no_split_warning, UserWarning, stacklevel=4)
+            warn(self._no_split_warning)
         self._set_split(hp)
         self.n_evaluations_ = growth.root_split.n_evaluations
 
@@ -122,5 +122,4 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
         check_is_fitted(self)
         if is_chunked_input(X):
             return self._predict_chunked(as_dask_array(X, storage_options=self.storage_options))
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
-        return self._predict(X)
+        return predict_rows(self, X, self._predict)

@@ -140,10 +140,6 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         check_mdh_params(self)
         if callable(self.bandwidth):
             raise ValueError(f"{name}: bandwidth must be None, 'silverman' or a positive number; got a callable.")
-        if self.alphas is not None and np.any(np.asarray(self.alphas, dtype=float) > 1):
-            raise ValueError(
-                f"{name}: alphas are standard deviations of the projections, at most 1; got {self.alphas!r}."
-            )
         if self.gammas is not None:
             gammas = np.asarray(self.gammas, dtype=np.float64)
             if gammas.ndim != 1 or gammas.size == 0 or not np.all(np.isfinite(gammas)) or np.any(gammas <= 0):

@@ -10,10 +10,10 @@ Hofmeyr, Pavlidis & Eckley, "Minimum spectral connectivity projection pursuit", 
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
+from .._warnings import warn
 from ..backend.frame import Frame
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
@@ -213,11 +213,9 @@ class _SpectralClustering(_DivisiveClustering):
 
     def _set_growth(self, growth) -> None:
         if growth.n_leaves < self._n_clusters():
-            warnings.warn(
+            warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
-                "leaf has two distinct rows of positive weight that it can separate.",
-                UserWarning,
-                stacklevel=4,
+                "leaf has two distinct rows of positive weight that it can separate."
             )
         self.tree_ = growth.tree
         self.n_clusters_ = growth.n_leaves

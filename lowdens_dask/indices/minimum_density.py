@@ -10,10 +10,10 @@ steps as chunk maps and tree reductions, for exact chunked mode).
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
+from .._warnings import warn
 from ..kernels.kde import SQRT_2PI, kernel_sums, weighted_moments
 from . import density_passes as passes
 from .base import ProjectionIndex, Split, register_index
@@ -139,12 +139,10 @@ class MinimumDensityIndex(_KernelDensityIndex):
     def for_node(cls, data, vals, vecs, *, min_size=1, bandwidth=None, alphas=DEFAULT_ALPHAS, eta=1e-2, eps=1.0 - 1e-6):
         h = node_bandwidth(bandwidth, data, math.sqrt(vals[0]))
         if eta > h:
-            warnings.warn(
+            warn(
                 f"eta={eta:g} exceeds the bandwidth h={h:.3g}: at this data scale the penalty of eq. 10 no longer "
                 "keeps b near [mu - alpha sigma, mu + alpha sigma]. Rescale the data (e.g. standardize=True) or "
-                "pass a smaller eta.",
-                UserWarning,
-                stacklevel=4,
+                "pass a smaller eta."
             )
         return cls(h, eta, eps, alphas)
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import dask.array as da
 import numpy as np
+import zarr
 
+from ..backend import ChunkedData, as_dask_array
 from ..pursuit import Hyperplane, find_hyperplane
 from .rules import HyperplaneRule, SplitRule, rule_from_dict
 
@@ -217,6 +221,11 @@ class ClusterTree:
             raise ValueError(f"Only leaves can be split; node {node.id} has children {node.children}.")
         X = self._check_X(X)
         rows = self.apply(X) == node.id
+        if rows.sum() < 2:
+            raise ValueError(
+                f"{int(rows.sum())} of the {X.shape[0]} rows of X reach node {node.id}; at least 2 are needed to "
+                "split it (pass the rows the tree was fitted on)."
+            )
         method = method or node.method or self.method
         merged = {**self.params, **params} if method == self.method else dict(params)
         hyperplane = find_hyperplane(method, X[rows], **merged)
@@ -268,8 +277,18 @@ class ClusterTree:
         """Map from leaf id to cluster label."""
         return {node.id: label for label, node in enumerate(self.leaves())}
 
-    def predict(self, X) -> np.ndarray:
-        """Cluster labels: route each row down the tree to its leaf."""
+    def predict(self, X, *, storage_options: dict | None = None):
+        """Cluster labels: route each row down the tree to its leaf.
+
+        X may also be a Dask array, a zarr array or a zarr path / URL (``storage_options`` for fsspec), as the
+        estimators' ``predict`` accepts: the labels are then a lazy Dask array with X's row chunks, -1 for rows
+        with NaN or inf.
+        """
+        if isinstance(X, (da.Array, zarr.Array, str, os.PathLike)):
+            arr = as_dask_array(X, storage_options=storage_options)
+            if arr.shape[1] != self.n_features:
+                raise ValueError(f"X must have shape (n_samples, {self.n_features}); got {arr.shape}.")
+            return ChunkedData(arr).label_rows(leaf_labels_from_json, self.to_json())
         ids = self.apply(X)
         lookup = self.leaf_labels()
         keys = np.fromiter(lookup.keys(), dtype=np.int64)
