@@ -324,6 +324,8 @@ class Projections:
             for i, b in enumerate(node.blocks)
         ]
         self.parts = dask.persist(*parts)
+        node.counter.add(evaluation=True)
+        self.gathered: tuple[np.ndarray, np.ndarray] | None = None
         self._passes = 0
         self._chunk_rows: list[int] | None = None
 
@@ -343,7 +345,8 @@ class Projections:
         row and direction; for indices that need the sorted projections)."""
         parts = dask.compute(*self.parts)
         self._chunk_rows = [part[1].shape[0] for part in parts]
-        return np.concatenate([part[0] for part in parts], axis=1), np.concatenate([part[1] for part in parts])
+        self.gathered = np.concatenate([part[0] for part in parts], axis=1), np.concatenate([part[1] for part in parts])
+        return self.gathered
 
     def backproject_values(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(X_node.T @ G.T, G.sum(axis=1))`` for per-row weights G (k, rows) in the order of :meth:`gather`."""
@@ -352,6 +355,7 @@ class Projections:
         ends = np.cumsum(self._chunk_rows)
         pieces = [np.ascontiguousarray(G[:, end - rows : end]) for rows, end in zip(self._chunk_rows, ends)]
         self._passes += 1
+        self.node.counter.add(evaluation=True)
         name = f"{self._name}-pass{self._passes}-backproject-values"
         (path,) = _as_literals(self.node.path)
         chunks = [(b, path, (piece,), _given, ()) for b, piece in zip(self.node.blocks, pieces)]
@@ -360,6 +364,7 @@ class Projections:
     def backproject(self, fn: Callable, *args) -> tuple[np.ndarray, np.ndarray]:
         """``(X_node.T @ G.T, G.sum(axis=1))`` for per-row weights ``G = fn(P, w, *args)`` (k, rows)."""
         self._passes += 1
+        self.node.counter.add(evaluation=True)
         name = f"{self._name}-pass{self._passes}-backproject"
         path, args = _as_literals(self.node.path, args)
         chunks = [(b, path, part, fn, args) for b, part in zip(self.node.blocks, self.parts)]
@@ -372,6 +377,46 @@ def _given(G: np.ndarray) -> np.ndarray:
 
 def _apply_to_part(fn: Callable, part: tuple, args: tuple):
     return fn(*part, *args)
+
+
+class PassCounter:
+    """Passes over a chunked array's rows (each reads every chunk once), shared by a node and its descendants:
+    ``evaluation`` counts those of the pursuit's objective evaluations (``X @ V`` and ``X.T @ G``), ``total``
+    all of them (node statistics, gathers and summarising passes too)."""
+
+    def __init__(self):
+        self.total = 0
+        self.evaluation = 0
+
+    def add(self, passes: int = 1, evaluation: bool = False) -> None:
+        self.total += passes
+        if evaluation:
+            self.evaluation += passes
+
+
+def _gather_node_rows(path: tuple, *blocks) -> InMemoryData:
+    """The node's finite rows of every chunk, in row order, as float64 rows in memory (a task on one worker)."""
+    return InMemoryData(np.concatenate([_node_rows(x, path)[0] for x in blocks]))
+
+
+def default_max_node_bytes() -> float:
+    """A quarter of the smallest worker's memory limit (of the machine's memory without a distributed client):
+    the in-memory fit of a node holds its rows, a centred copy and a few vectors per row."""
+    try:
+        from distributed import get_client
+
+        limits = [w["memory_limit"] for w in get_client().scheduler_info()["workers"].values()]
+        limits = [limit for limit in limits if limit]
+        if limits:
+            return min(limits) / 4
+    except (ImportError, ValueError):
+        pass
+    try:
+        import psutil
+
+        return psutil.virtual_memory().total / 4
+    except ImportError:  # pragma: no cover - psutil comes with distributed
+        return 2.0**30
 
 
 def _as_literals(*values) -> list:
@@ -399,9 +444,10 @@ class ChunkedNode:
     #: Rows are held in chunks: every operation is a pass over them.
     chunked = True
 
-    def __init__(self, X: da.Array, path: tuple = ()):
+    def __init__(self, X: da.Array, path: tuple = (), counter: PassCounter | None = None):
         self.X = X
         self.path = tuple(path)
+        self.counter = PassCounter() if counter is None else counter
         self.n_features = X.shape[1]
         self.blocks = X.to_delayed().ravel()
         self.token = dask.base.tokenize(X, self.path)[:12]
@@ -409,6 +455,7 @@ class ChunkedNode:
         self._scatter = None
 
     def _pass(self, fn: Callable, *args):
+        self.counter.add()
         name = f"lowdens-{fn.__name__.strip('_')}-{dask.base.tokenize(self.token, *args)[:12]}"
         path, args = _as_literals(self.path, args)
         return map_reduce(name, _apply_to_block, [(fn, b, path, args) for b in self.blocks], _sum)
@@ -471,8 +518,9 @@ class ChunkedNode:
         """One pass: chunk-local k-means microclusters of the node's rows (as :meth:`ChunkedData.summarise`),
         their means weighted by row counts, with per-dimension spread."""
         seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(self.blocks))
+        self.counter.add()
         name = f"lowdens-node-summarise-{dask.base.tokenize(self.token, rows_per_microcluster, seed)[:12]}"
-        path, = _as_literals(self.path)
+        (path,) = _as_literals(self.path)
         chunks = [
             (_chunk_node_microclusters, b, path, (rows_per_microcluster, max_per_chunk, int(s)))
             for b, s in zip(self.blocks, seeds)
@@ -482,11 +530,21 @@ class ChunkedNode:
 
     def split_by(self, router) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows on side 0 and on side 1 of a split rule (``router.side(rows)`` True for side 1)."""
-        return ChunkedNode(self.X, self.path + ((router, 0),)), ChunkedNode(self.X, self.path + ((router, 1),))
+        return tuple(ChunkedNode(self.X, self.path + ((router, side),), self.counter) for side in (0, 1))
 
     def split(self, v: np.ndarray, b: float) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
         v = np.asarray(v, dtype=np.float64)
-        return ChunkedNode(self.X, self.path + ((v, float(b), 0),)), ChunkedNode(
-            self.X, self.path + ((v, float(b), 1),)
-        )
+        return tuple(ChunkedNode(self.X, self.path + ((v, float(b), side),), self.counter) for side in (0, 1))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the node's rows as float64 in memory."""
+        return self.n_samples * self.n_features * 8
+
+    def gathered(self):
+        """A Dask task holding the node's rows in memory (:class:`InMemoryData`, in row order) on one worker:
+        tasks that take it run the in-memory path there (one pass)."""
+        self.counter.add()
+        (path,) = _as_literals(self.path)
+        return _delayed(_gather_node_rows)(path, *self.blocks, dask_key_name=f"lowdens-node-rows-{self.token}")

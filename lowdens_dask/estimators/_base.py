@@ -21,7 +21,7 @@ class TreeFitMixin:
 
     def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
         """Fit on rows or summaries in memory. In summary mode (``spread`` given) the tree grows as parallel
-        Dask tasks; with ``rows`` (the chunked array, for ``refine``) every split is polished by exact
+        Dask tasks; with ``rows`` (a ChunkedNode of the rows, for ``refine``) every split is polished by exact
         passes over its node's rows before it is made."""
         frame = Frame()
         Z = X
@@ -32,12 +32,13 @@ class TreeFitMixin:
                 spread = spread / np.mean(frame.scale**2)
         refine = None
         if rows is not None:
-            refine = Refine(*exact_frame(self, ChunkedNode(rows)), self.refine)
+            refine = Refine(*exact_frame(self, rows), self.refine)
         with single_threaded_blas():
             self._fit_data(InMemoryData(Z, weights, spread), frame, spread is not None, refine)
 
     def _fit_node(self, root: ChunkedNode) -> None:
-        """Fit in exact mode over chunked rows: every step of every node's pursuit passes over its rows."""
+        """Fit in exact mode over chunked rows: nodes that fit ``max_node_bytes`` on one worker each, the
+        others by passes over their chunks."""
         with single_threaded_blas():
             self._fit_data(*exact_frame(self, root), False, None)
 

@@ -43,7 +43,7 @@ import zarr
 from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
-from ..backend.chunked import ChunkedNode, Summary
+from ..backend.chunked import ChunkedNode, PassCounter, Summary, default_max_node_bytes
 from ..backend.frame import Frame
 from ..tree import ClusterTree
 
@@ -80,6 +80,9 @@ def check_scale_out_params(est) -> None:
         raise ValueError(
             f"{name}: refine must be a non-negative integer (exact L-BFGS steps per hyperplane); got {refine!r}."
         )
+    limit = getattr(est, "max_node_bytes", 0)
+    if not ((isinstance(limit, str) and limit == "auto") or (isinstance(limit, numbers.Real) and limit >= 0)):
+        raise ValueError(f"{name}: max_node_bytes must be 'auto' or a non-negative number of bytes; got {limit!r}.")
     if not (isinstance(est.rows_per_microcluster, (int, float)) and est.rows_per_microcluster >= 1):
         raise ValueError(f"{name}: rows_per_microcluster must be a number >= 1; got {est.rows_per_microcluster!r}.")
 
@@ -128,12 +131,29 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     arr = as_chunked(est, X)
     est.n_features_in_ = arr.shape[1]
     summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
-    fit_rows(summary.data.X, summary.data.weights, summary.data.spread, arr if getattr(est, "refine", 0) else None)
+    rows = ChunkedNode(arr) if getattr(est, "refine", 0) else None
+    fit_rows(summary.data.X, summary.data.weights, summary.data.spread, rows)
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
     labels = route(arr)
     est.labels_ = store_labels(est, labels) if is_chunked_input(X) else labels.compute()
+    counter = PassCounter() if rows is None else rows.counter
+    counter.add(1 + (est.labels_store is not None and is_chunked_input(X)))  # the summary; the labels written
+    record_passes(est, counter)
     return est
+
+
+def record_passes(est, counter: PassCounter) -> None:
+    """``n_passes_`` (all passes over the rows in the fit) and ``n_evaluation_passes_`` (those of objective
+    evaluations)."""
+    est.n_passes_ = counter.total
+    est.n_evaluation_passes_ = counter.evaluation
+
+
+def max_node_bytes(est) -> float:
+    """The estimator's ``max_node_bytes`` resolved: "auto" is :func:`~lowdens_dask.backend.chunked.default_max_node_bytes`."""
+    value = getattr(est, "max_node_bytes", 0.0)
+    return default_max_node_bytes() if isinstance(value, str) and value == "auto" else float(value)
 
 
 def fit_exact_chunked(est, X, sample_weight, fit_node, route):
@@ -162,6 +182,8 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route):
     fit_node(root)
     est.n_nonfinite_ = root.n_nonfinite
     est.labels_ = store_labels(est, route(arr))
+    root.counter.add(est.labels_store is not None)
+    record_passes(est, root.counter)
     return est
 
 
@@ -174,7 +196,7 @@ def exact_frame(est, root: ChunkedNode) -> tuple[ChunkedNode, Frame]:
     mean = root.mean()
     scale = np.sqrt(np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0))
     scale[scale == 0] = 1.0
-    return ChunkedNode((root.X - mean) / scale), Frame(mean, scale)
+    return ChunkedNode((root.X - mean) / scale, counter=root.counter), Frame(mean, scale)
 
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:

@@ -18,11 +18,13 @@ from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..tree.grower import grow_tree
 from ._base import TreeFitMixin
+from ._progress import progress_bar
 from ._scale_out import (
     check_scale_out_params,
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
+    max_node_bytes,
     route_rows,
     use_summary_mode,
 )
@@ -83,19 +85,28 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         return self
 
     def _fit_data(self, data, frame, parallel: bool, refine) -> None:
-        growth = grow_tree(
-            data,
-            self._method,
-            self._index_params(),
-            n_clusters=self.n_clusters,
-            rank=self._rank,
-            lazy=self.split_index == "size",
-            min_size=self.min_size,
-            frame=frame,
-            force=bool(self.force_n_clusters) and self.n_clusters is not None,
-            parallel=parallel,
-            refine=refine,
-        )
+        rows = data if data.chunked else None if refine is None else refine.rows
+        bar = None if rows is None else progress_bar(type(self).__name__, self.n_clusters, lambda: rows.counter.total)
+        try:
+            growth = grow_tree(
+                data,
+                self._method,
+                self._index_params(),
+                n_clusters=self.n_clusters,
+                rank=self._rank,
+                lazy=self.split_index == "size",
+                min_size=self.min_size,
+                frame=frame,
+                force=bool(self.force_n_clusters) and self.n_clusters is not None,
+                parallel=parallel,
+                refine=refine,
+                max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
+                progress=bar,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        self.n_evaluations_ = growth.n_evaluations
         if growth.n_forced:
             warn(
                 f"{growth.n_forced} of the {growth.n_leaves - 1} splits were forced to reach n_clusters="
@@ -173,14 +184,20 @@ class MDHClustering(_DivisiveClustering):
         passes over the node's rows) from every start's summary hyperplane, and keep the start with the
         largest exact relative depth; node sizes then count rows. 0 keeps the summary hyperplanes.
     nonfinite : {"raise", "skip"}, default="raise"
-        Summary mode: rows with NaN/inf make the fit fail with their count, or are set aside and
-        labelled -1 (``n_nonfinite_`` counts them).
+        Rows with NaN/inf make the fit fail with their count, or are set aside and labelled -1
+        (``n_nonfinite_`` counts them), for in-memory and chunked input alike.
     random_state : int or None, default=None
         Seeds the microcluster k-means.
     storage_options : dict, optional
         fsspec options for zarr paths/URLs (input and ``labels_store``).
     labels_store : str, optional
-        Summary mode: a zarr path/URL where the labels are written, chunk-aligned with the input.
+        Dask or zarr input: a zarr path/URL where the labels are written, chunk-aligned with the input.
+    max_node_bytes : float or "auto", default="auto"
+        Exact mode on Dask or zarr input: a node whose rows take at most this many bytes (as float64) is
+        gathered to one worker and split there by the in-memory path (its restarts, and the two children of
+        each split, as parallel tasks); larger nodes are split by passes over their chunks, two per objective
+        evaluation. "auto": a quarter of the smallest worker's memory limit (of the machine's memory without
+        a distributed client). 0 uses the passes everywhere.
 
     Attributes
     ----------
@@ -192,8 +209,16 @@ class MDHClustering(_DivisiveClustering):
         ``n_clusters_`` keep describing the fit.
     n_clusters_ : int
         Number of leaves actually formed.
-    n_microclusters_, n_nonfinite_ : int
-        Summary mode only: size of the summary, and rows set aside for NaN/inf.
+    n_microclusters_ : int
+        Summary mode only: size of the summary.
+    n_nonfinite_ : int
+        Rows set aside for NaN/inf.
+    n_passes_ : int
+        Passes over the rows of Dask or zarr input during the fit (0 for in-memory input).
+    n_evaluation_passes_ : int
+        Of these, the passes of the pursuit's objective evaluations (``X @ V`` and ``X.T @ G``).
+    n_evaluations_ : int
+        Objective evaluations of every split computed.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
     """
@@ -223,6 +248,7 @@ class MDHClustering(_DivisiveClustering):
         random_state: int | None = None,
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
@@ -243,6 +269,7 @@ class MDHClustering(_DivisiveClustering):
         self.random_state = random_state
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -279,7 +306,7 @@ class PDDP(_DivisiveClustering):
     force_n_clusters : bool, default=True
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
-    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
+    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -305,6 +332,7 @@ class PDDP(_DivisiveClustering):
         random_state: int | None = None,
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
@@ -317,6 +345,7 @@ class PDDP(_DivisiveClustering):
         self.random_state = random_state
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     def _index_params(self) -> dict:
         return {}
@@ -340,7 +369,7 @@ class DePDDP(_DivisiveClustering):
         As for :class:`~lowdens_dask.MDHClustering`; a leaf with a unimodal projection is then split at
         its mean (PDDP's split).
     standardize : bool, default=False
-    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
+    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -367,6 +396,7 @@ class DePDDP(_DivisiveClustering):
         random_state: int | None = None,
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
@@ -380,6 +410,7 @@ class DePDDP(_DivisiveClustering):
         self.random_state = random_state
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     def _index_params(self) -> dict:
         return {"bandwidth": self.bandwidth}
@@ -408,7 +439,7 @@ class IPDDP(_DivisiveClustering):
     force_n_clusters : bool, default=True
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
-    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store
+    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -435,6 +466,7 @@ class IPDDP(_DivisiveClustering):
         random_state: int | None = None,
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
@@ -448,6 +480,7 @@ class IPDDP(_DivisiveClustering):
         self.random_state = random_state
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     def _check_params(self) -> None:
         super()._check_params()

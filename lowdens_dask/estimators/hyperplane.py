@@ -21,6 +21,7 @@ from ._scale_out import (
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
+    max_node_bytes,
     use_summary_mode,
 )
 from ._validation import check_fit_rows, labels_with_skipped, predict_rows
@@ -81,6 +82,7 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
             min_size=self.min_size,
             frame=frame,
             refine=refine,
+            max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
         )
         hp = growth.root_split
         if hp is None:  # the grower does not try a node whose weight cannot leave min_size on each side

@@ -44,7 +44,7 @@ class MDH(HyperplaneEstimator):
         A hyperplane is accepted only if each side holds at least this many points (total weight).
     standardize : bool, default=False
         Z-score the features before fitting; hyperplanes are reported in the original coordinates.
-    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store
+    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for Dask arrays and zarr stores; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -90,6 +90,7 @@ class MDH(HyperplaneEstimator):
         random_state: int | None = None,
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.bandwidth = bandwidth
         self.alphas = alphas
@@ -107,6 +108,7 @@ class MDH(HyperplaneEstimator):
         self.random_state = random_state
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     _method = "mdh"
     _no_split_warning = (

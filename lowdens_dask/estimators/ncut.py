@@ -34,7 +34,7 @@ class NCutH(HyperplaneEstimator):
         Stop when an iteration lowers the normalised cut by at most this much (PPCI's default).
     min_size : float, default=1
         Least total weight on each side of the split.
-    standardize, mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store
+    standardize, mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         As for :class:`~lowdens_dask.MDH`.
 
     Attributes
@@ -66,6 +66,7 @@ class NCutH(HyperplaneEstimator):
         random_state: int | None = None,
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.scale = scale
         self.v0 = v0
@@ -80,6 +81,7 @@ class NCutH(HyperplaneEstimator):
         self.random_state = random_state
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     def _check_params(self) -> None:
         check_pursuit_params(self, divisive=False)
@@ -108,7 +110,7 @@ class NCutClustering(_DivisiveClustering):
         As for :class:`~lowdens_dask.MDHClustering`.
     scale, v0, maxiter, ftol, standardize
         As for :class:`NCutH`, applied at every node (``v0`` None or a callable of the node's rows).
-    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store
+    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         As for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -139,6 +141,7 @@ class NCutClustering(_DivisiveClustering):
         random_state: int | None = None,
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
@@ -156,6 +159,7 @@ class NCutClustering(_DivisiveClustering):
         self.random_state = random_state
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -1,13 +1,448 @@
-"""SVM-relabel clustering and support vector clustering: placeholder, being written (issue 12)."""
+"""SVM-relabel clustering (SVM-external clustering stabilised by simulated annealing) on the
+:class:`~lowdens_dask.ClusterTree`, and support vector clustering (SVM-internal; the paper's comparator).
+
+Winters-Hilt & Merat, "Unsupervised clustering using supervised support vector machines" (spec:
+``shared/research/seed-svm.md``, cited as §n); Ben-Hur, Horn, Siegelmann & Vapnik, "Support vector clustering",
+JMLR 2 (2001). The algorithms are :mod:`lowdens_dask.pursuit.svm_relabel`.
+"""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..backend import as_dask_array
+from ..pursuit.svm_relabel import (
+    GAMMA_RULES,
+    PERTURBATIONS,
+    SCHEDULES,
+    rbf_gamma,
+    support_vector_clusters,
+    svm_relabel_split,
+)
+from ..tree import ClusterTree
+from ..tree.rules import KernelExpansionRule
+from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows
+from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
+
+#: With ``mode="auto"``, in-memory input with more rows than this (and no sample_weight) is fitted in summary
+#: mode: one pass builds weighted microclusters, so no node's k-means reduction to ``max_points`` runs over
+#: millions of rows.
+SVM_SUMMARY_ROWS = 20_000
+
+
+def _check_real(value, name: str, low: float, high: float = np.inf, *, low_open=True, high_open=False) -> None:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
+    if not ok:
+        lo, hi = "(" if low_open else "[", ")" if high_open or high == np.inf else "]"
+        raise ValueError(f"{name} must be a number in {lo}{low:g}, {high:g}{hi}; got {value!r}.")
+
+
+def _check_gamma(gamma, name: str) -> None:
+    if isinstance(gamma, str):
+        if gamma not in GAMMA_RULES:
+            raise ValueError(f"{name}: gamma must be one of {GAMMA_RULES} or a positive number; got {gamma!r}.")
+        return
+    _check_real(gamma, f"{name}: gamma", 0.0)
+
+
+def _check_bool(value, name: str) -> None:
+    is_bool = isinstance(value, (bool, np.bool_))
+    if not is_bool:  # a ValueError, as for every other parameter (scikit-learn's convention)
+        raise ValueError(f"{name} must be True or False; got {value!r}.")
 
 
 class SVMRelabelClustering(ClusterMixin, BaseEstimator):
+    """Divisive clustering by SVM-relabel bi-partitions stabilised by simulated annealing (Winters-Hilt & Merat,
+    spec §4; the "SVM-external" clustering of the paper).
+
+    Each split trains scikit-learn's soft-margin ``SVC`` (Gaussian kernel) on a labelling of the leaf's points,
+    flips the labels of the most confidently misclassified ones and retrains until none is misclassified
+    (§4.3); simulated annealing over such fixed points (Metropolis on the kernel SSE, §5.2, with the flip
+    probability boosted while the SSE is stuck: "variable perturbation", §4.6) picks the labelling. The
+    split stored in ``tree_`` is that SVM's decision function (a
+    :class:`~lowdens_dask.tree.rules.KernelExpansionRule`), so ``predict`` routes new rows exactly as the
+    training rows were. More than two clusters: the largest leaf is split until there are ``n_clusters``
+    (the paper's suggested iteration on the binary clusters, §4.1).
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+        Number of leaves (the paper's method is a binary split).
+    C : float, default=1.5
+        SVM soft-margin constant (the paper's value for clustering, §4.1). It applies per point of unit weight:
+        weights are rescaled to mean 1 and multiply C.
+    gamma : {"auto", "median"} or float, default="auto"
+        Kernel width in exp(-gamma |x - x'|^2), recomputed at every node. "auto": 1 / (2 s^2), s^2 the node's
+        total variance (sigma = 2.14 on raw Iris; the paper's sigma = 0.5 fits any labelling of raw Iris, §9);
+        "median": 1 / median |x - x'|^2.
+    annealing : bool, default=True
+        Simulated annealing over relabelling fixed points (§4.6). False: ``n_restarts`` plain runs, the one of
+        lowest kernel SSE kept (§4.4; ``n_restarts=1`` is the unstabilised relabeller).
+    perturbation : {"variable", "constant"}, default="variable"
+        Flip probability min(0.5, 0.1 + 0.1 * stall) (stall: steps without an accepted change), or 0.1.
+    n_restarts : int, default=1
+        Independent annealing chains (or plain runs); the lowest SSE wins.
+    n_anneal_steps : int, default=40
+        Annealing steps (perturb, re-converge, accept) per chain.
+    t0, beta, schedule : float, float, {"geometric", "paper_literal"}, defaults 10.0, 0.96, "geometric"
+        Cooling (§4.6): T <- beta T, or the paper's literal T_(k+1) = beta^k T_k.
+    relabel_fraction : float, default=0.15
+        Fraction of the misclassified points flipped per SVM fit (the paper's relabelling factor).
+    max_iter : int, default=100
+        SVM fits per relabelling run.
+    patience : int, default=10
+        A run also stops after this many fits without a lower kernel SSE.
+    min_cluster_fraction : float, default=0.05
+        The collapse guard: neither side of a split may hold less than this fraction of the node's weight
+        (flips that would cross it are not made; end states that cross it are rejected).
+    max_points : int, default=500
+        The SVM of a node sees at most this many distinct points: duplicates are merged, and above it the points
+        are replaced by weighted k-means centres (an SVM costs O(n^2) memory and O(n^2)-O(n^3) time).
+    n_null : int, default=5000
+        Random labellings of the SSE null (§4.5).
+    null_alpha : float, default=1e-3
+        The null threshold is this quantile of the random labellings' SSE.
+    standardize : bool, default=False
+        z-score the columns first.
+    mode : {"auto", "summary"}, default="auto"
+        "auto" fits in-memory input on its rows (in summary mode above 20,000 rows without ``sample_weight``)
+        and Dask arrays and zarr stores in summary mode: one pass builds weighted microclusters, the tree grows
+        on them (each node's SVM on at most ``max_points`` of them) and a final pass routes every row. There
+        is no exact mode on chunked input (an SVM needs its points in memory).
+    rows_per_microcluster, nonfinite, storage_options, labels_store
+        Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
+    random_state : int, RandomState or None, default=None
+        Seeds the labellings, the perturbations, the null and the k-means reductions.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
+        ``tree_.predict(X)``: each row's side of every split is the sign of that split's decision function.
+    tree_ : ClusterTree
+        Splits are ``KernelExpansionRule`` objects (kernel "rbf"). Node statistics: ``sse`` (kernel SSE of the
+        split on the SVM's points; also ``fval``), ``sse_null_threshold`` and ``sse_null_mean`` (random
+        labellings), ``p_value`` (empirical lower tail), ``converged`` (1.0: a relabelling fixed point),
+        ``n_points``, ``n_support``, ``n_svm_fits``, ``n_relabel_runs``, ``n_successful`` (runs below the null
+        threshold). Node parameters record gamma and C.
+    n_clusters_ : int
+    n_evaluations_, n_iter_ : int
+        SVM fits (relabelling iterations) over all splits.
+    n_microclusters_, n_nonfinite_ : int
+        Summary mode only.
+    n_features_in_ : int
+    """
+
     _method = "svm-relabel"
+
+    def __init__(
+        self,
+        n_clusters: int = 2,
+        *,
+        C: float = 1.5,
+        gamma: str | float = "auto",
+        annealing: bool = True,
+        perturbation: str = "variable",
+        n_restarts: int = 1,
+        n_anneal_steps: int = 40,
+        t0: float = 10.0,
+        beta: float = 0.96,
+        schedule: str = "geometric",
+        relabel_fraction: float = 0.15,
+        max_iter: int = 100,
+        patience: int = 10,
+        min_cluster_fraction: float = 0.05,
+        max_points: int = 500,
+        n_null: int = 5000,
+        null_alpha: float = 1e-3,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state=None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.C = C
+        self.gamma = gamma
+        self.annealing = annealing
+        self.perturbation = perturbation
+        self.n_restarts = n_restarts
+        self.n_anneal_steps = n_anneal_steps
+        self.t0 = t0
+        self.beta = beta
+        self.schedule = schedule
+        self.relabel_fraction = relabel_fraction
+        self.max_iter = max_iter
+        self.patience = patience
+        self.min_cluster_fraction = min_cluster_fraction
+        self.max_points = max_points
+        self.n_null = n_null
+        self.null_alpha = null_alpha
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+
+    # ------------------------------------------------------------------ parameters
+    def _check_params(self) -> None:
+        name = type(self).__name__
+        check_positive_int(self.n_clusters, f"{name}: n_clusters")
+        _check_real(self.C, f"{name}: C", 0.0)
+        _check_gamma(self.gamma, name)
+        _check_bool(self.annealing, f"{name}: annealing")
+        _check_bool(self.standardize, f"{name}: standardize")
+        if self.perturbation not in PERTURBATIONS:
+            raise ValueError(f"{name}: perturbation must be one of {PERTURBATIONS}; got {self.perturbation!r}.")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"{name}: schedule must be one of {SCHEDULES}; got {self.schedule!r}.")
+        for key in ("n_restarts", "n_anneal_steps", "max_iter", "patience", "n_null"):
+            check_positive_int(getattr(self, key), f"{name}: {key}")
+        check_positive_int(self.max_points, f"{name}: max_points")
+        if self.max_points < 2:
+            raise ValueError(f"{name}: max_points must be at least 2; got {self.max_points!r}.")
+        _check_real(self.t0, f"{name}: t0", 0.0)
+        _check_real(self.beta, f"{name}: beta", 0.0, 1.0)
+        _check_real(self.relabel_fraction, f"{name}: relabel_fraction", 0.0, 1.0)
+        _check_real(
+            self.min_cluster_fraction, f"{name}: min_cluster_fraction", 0.0, 0.5, low_open=False, high_open=True
+        )
+        _check_real(self.null_alpha, f"{name}: null_alpha", 0.0, 1.0, high_open=True)
+        if self.mode not in ("auto", "summary"):
+            raise ValueError(
+                f"{name}: mode must be 'auto' or 'summary' (an SVM needs its points in memory: there is no exact "
+                f"mode on chunked input); got {self.mode!r}."
+            )
+
+    def _split_params(self) -> dict:
+        return {
+            "gamma": self.gamma if isinstance(self.gamma, str) else float(self.gamma),
+            "C": float(self.C),
+            "relabel_fraction": float(self.relabel_fraction),
+            "max_iter": int(self.max_iter),
+            "patience": int(self.patience),
+            "annealing": bool(self.annealing),
+            "perturbation": self.perturbation,
+            "n_anneal_steps": int(self.n_anneal_steps),
+            "t0": float(self.t0),
+            "beta": float(self.beta),
+            "schedule": self.schedule,
+            "n_restarts": int(self.n_restarts),
+            "min_cluster_fraction": float(self.min_cluster_fraction),
+            "max_points": int(self.max_points),
+            "n_null": int(self.n_null),
+            "null_alpha": float(self.null_alpha),
+        }
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None, sample_weight=None):
+        """Grow the tree on X (array, Dask array or zarr store); ``labels_`` are the leaves' labels."""
+        self._check_params()
+        check_scale_out_params(self)
+        if is_chunked_input(X):
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+        X, weights = check_fit_input(self, X, sample_weight)
+        large = self.mode == "auto" and sample_weight is None and X.shape[0] > SVM_SUMMARY_ROWS
+        if self.mode == "summary" or large:
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+        self._fit_rows(X, weights)
+        self.labels_ = self.tree_.predict(X)
+        return self
+
+    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
+        """Grow the tree on points in memory (rows, or summaries weighted by their row counts with their
+        per-dimension ``spread``)."""
+        mean, scale, Z = None, None, X
+        if self.standardize:
+            mean, scale = standardisation(X, weights)
+            Z = (X - mean) / scale
+            if spread is not None:
+                spread = spread / np.mean(scale**2)
+        params = self._split_params()
+        tree = ClusterTree(X.shape[1], self._method, params, root_size=float(weights.sum()))
+        leaves = {0: np.arange(X.shape[0])}
+        unsplittable: set[int] = set()
+        seeds = check_random_state(self.random_state)
+        evaluations = 0
+        with single_threaded_blas():
+            while len(leaves) < self.n_clusters:
+                candidates = [leaf for leaf in leaves if leaf not in unsplittable]
+                if not candidates:
+                    break
+                leaf = max(candidates, key=lambda j: (tree.nodes[j].size, -j))
+                rows = leaves[leaf]
+                w = weights[rows]
+                within = 0.0 if spread is None else Z.shape[1] * float(w @ spread[rows] / w.sum())
+                split = svm_relabel_split(
+                    Z[rows], w, spread=within, random_state=int(seeds.randint(2**31 - 1)), **params
+                )
+                if split is None:
+                    unsplittable.add(leaf)
+                    continue
+                evaluations += split.n_fits
+                support = split.support if mean is None else split.support * scale + mean
+                rule = KernelExpansionRule(support, split.coef, split.intercept, "rbf", split.gamma, scale)
+                side = rule.side(X[rows])
+                sizes = (float(w[~side].sum()), float(w[side].sum()))
+                if min(sizes) <= 0:  # rounding moved every point of one side across f = 0
+                    unsplittable.add(leaf)
+                    continue
+                stats = {
+                    "fval": split.sse,
+                    "sse": split.sse,
+                    "sse_null_threshold": split.null_threshold,
+                    "sse_null_mean": split.null_mean,
+                    "p_value": split.p_value,
+                    "converged": float(split.converged),
+                    "n_points": split.n_points,
+                    "n_support": len(split.coef),
+                    "n_svm_fits": split.n_fits,
+                    "n_relabel_runs": split.n_runs,
+                    "n_successful": split.n_successful,
+                }
+                node = tree.add_rule_split(
+                    leaf, self._method, rule, sizes, {"gamma": split.gamma, "C": float(self.C)}, stats
+                )
+                del leaves[leaf]
+                for child, part in zip(node.children, (rows[~side], rows[side])):
+                    leaves[child] = part
+        if len(leaves) < self.n_clusters:
+            warnings.warn(
+                f"Only {len(leaves)} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf has "
+                f"a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "
+                "weight on each side.",
+                UserWarning,
+                stacklevel=4,
+            )
+        self.tree_ = tree
+        self.n_clusters_ = len(leaves)
+        self.n_evaluations_ = evaluations
+        self.n_iter_ = evaluations
+
+    def predict(self, X):
+        """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
+        check_is_fitted(self)
+        if is_chunked_input(X):
+            return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
+        return self.tree_.predict(X)
 
 
 class SupportVectorClustering(ClusterMixin, BaseEstimator):
-    pass
+    """Support vector clustering (SVM-internal clustering; Ben-Hur, Horn, Siegelmann & Vapnik, JMLR 2001; spec §6),
+    the comparator of the SVM-relabel paper.
+
+    The smallest sphere enclosing the data in the Gaussian feature space is found (scikit-learn's
+    ``OneClassSVM`` with nu = p: for a Gaussian kernel its dual is the SVDD dual of §6 with C = 1/(N p)); two
+    points are connected when the segment between them stays inside the sphere at ``n_segment_points``
+    sampled points, and clusters are the connected components. Points outside the sphere (bounded support
+    vectors) are outliers.
+
+    Parameters
+    ----------
+    gamma : {"auto", "median"} or float, default="median"
+        The width q of exp(-q |x - x'|^2) ("scale at which data is probed"); Ben-Hur et al. raise q until
+        clusters separate. "median": 1 / median |x - x'|^2; "auto": 1 / (2 total variance); both are multiplied
+        by ``gamma_factor``.
+    gamma_factor : float, default=4.0
+        Multiplies a named gamma rule (ignored for a number). 4 separates two blobs, two concentric rings and
+        setosa from the rest of raw Iris, where the median rule alone (factor 1) gives one cluster on the
+        rings and on Iris (benchmarks/results/svm-relabel.md).
+    bsv_fraction : float or None, default=None
+        p = 1/(N C), the upper bound on the fraction of bounded SVs (outliers), in [1/N, 1]. None: 1/N (C = 1:
+        no outliers).
+    n_segment_points : int, default=20
+        Points sampled on each segment (end points included).
+    n_neighbors : int or None, default=None
+        Test only each point's ``n_neighbors`` nearest neighbours (O(N k) segments instead of O(N^2)); None tests
+        every pair (Ben-Hur et al.).
+    outliers : {"nearest", "label"}, default="nearest"
+        Points outside the sphere join the cluster of the nearest point inside it, or are labelled -1.
+    standardize : bool, default=False
+        z-score the columns first.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+    n_clusters_ : int
+    inside_ : ndarray of bool, shape (n_samples,)
+        The row lies inside the sphere (R(x) <= R).
+    gamma_, nu_ : float
+        The kernel width and OneClassSVM's nu used.
+    n_features_in_ : int
+    """
+
+    def __init__(
+        self,
+        *,
+        gamma: str | float = "median",
+        gamma_factor: float = 4.0,
+        bsv_fraction: float | None = None,
+        n_segment_points: int = 20,
+        n_neighbors: int | None = None,
+        outliers: str = "nearest",
+        standardize: bool = False,
+    ):
+        self.gamma = gamma
+        self.gamma_factor = gamma_factor
+        self.bsv_fraction = bsv_fraction
+        self.n_segment_points = n_segment_points
+        self.n_neighbors = n_neighbors
+        self.outliers = outliers
+        self.standardize = standardize
+
+    def _check_params(self) -> None:
+        name = type(self).__name__
+        _check_gamma(self.gamma, name)
+        _check_real(self.gamma_factor, f"{name}: gamma_factor", 0.0)
+        if self.bsv_fraction is not None:
+            _check_real(self.bsv_fraction, f"{name}: bsv_fraction", 0.0, 1.0)
+        check_positive_int(self.n_segment_points, f"{name}: n_segment_points")
+        if self.n_segment_points < 2:
+            raise ValueError(f"{name}: n_segment_points must be at least 2; got {self.n_segment_points!r}.")
+        check_positive_int(self.n_neighbors, f"{name}: n_neighbors", allow_none=True)
+        if self.outliers not in ("nearest", "label"):
+            raise ValueError(f"{name}: outliers must be 'nearest' or 'label'; got {self.outliers!r}.")
+        _check_bool(self.standardize, f"{name}: standardize")
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Cluster X (an array in memory; the sphere and the segment tests are O(N^2))."""
+        self._check_params()
+        X, weights = check_fit_input(self, X, sample_weight)
+        Z = X
+        if self.standardize:
+            mean, scale = standardisation(X, weights)
+            Z = (X - mean) / scale
+        gamma = float(self.gamma) if not isinstance(self.gamma, str) else None
+        if gamma is None:
+            keep = weights > 0
+            gamma = self.gamma_factor * rbf_gamma(Z[keep], weights[keep], self.gamma)
+        with single_threaded_blas():
+            found = support_vector_clusters(
+                Z,
+                weights,
+                gamma=gamma,
+                bsv_fraction=self.bsv_fraction,
+                n_segment_points=self.n_segment_points,
+                n_neighbors=self.n_neighbors,
+                outliers=self.outliers,
+            )
+        self.labels_ = found.labels
+        self.n_clusters_ = found.n_clusters
+        self.inside_ = found.inside
+        self.gamma_ = found.gamma
+        self.nu_ = found.nu
+        return self

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy.stats import ncf
 
-from .divisive import _DivisiveClustering, _size
 from ._validation import check_pursuit_params
+from .divisive import _DivisiveClustering, _size
 from .hyperplane import HyperplaneEstimator
 
 #: Below this many rows at the root, MCClustering's "Fdist" split index uses the F distribution; above, size
@@ -70,6 +70,7 @@ class MCH(HyperplaneEstimator):
         nonfinite: str = "raise",
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.v0 = v0
         self.maxiter = maxiter
@@ -83,6 +84,7 @@ class MCH(HyperplaneEstimator):
         self.nonfinite = nonfinite
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     def _check_params(self) -> None:
         check_pursuit_params(self, divisive=False)
@@ -151,6 +153,7 @@ class MCClustering(_DivisiveClustering):
         nonfinite: str = "raise",
         storage_options: dict | None = None,
         labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
     ):
         self.n_clusters = n_clusters
         self.split_index = split_index
@@ -167,6 +170,7 @@ class MCClustering(_DivisiveClustering):
         self.nonfinite = nonfinite
         self.storage_options = storage_options
         self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
 
     @property
     def _split_indices(self) -> dict:

@@ -32,6 +32,16 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 
+#: Chunked projections with at most this many values (rows x directions, 512 MB as float64) are gathered to the
+#: client for an evaluation: one pass for ``X @ V``, the in-memory evaluation, one pass for ``X.T @ G``.
+GATHER_MAX_VALUES = 2**26
+
+
+def gathers(proj) -> bool:
+    """Whether an evaluation of these chunked projections gathers them (see :data:`GATHER_MAX_VALUES`)."""
+    return proj.node.n_samples * proj.n_directions <= GATHER_MAX_VALUES
+
+
 class Split(NamedTuple):
     """The split an index finds on one set of centred projections."""
 

@@ -16,7 +16,7 @@ import numpy as np
 from .._warnings import warn
 from ..kernels.kde import SQRT_2PI, kernel_sums, weighted_moments
 from . import density_passes as passes
-from .base import ProjectionIndex, Split, register_index
+from .base import ProjectionIndex, Split, gathers, register_index
 from .density import (
     adjacent_modes,
     log_density_gradient,
@@ -160,6 +160,11 @@ class MinimumDensityIndex(_KernelDensityIndex):
         return Split(b, log_f, {"fval": math.exp(log_i)}, detail=(mean - alpha * std, mean + alpha * std, None))
 
     def evaluate_chunked(self, proj, alphas, gradient):
+        """Gathered projections (two passes over the rows: ``X @ V`` and ``X.T @ G``) when they fit
+        (:data:`~lowdens_dask.indices.base.GATHER_MAX_VALUES`), else tree reductions over the projections held
+        in chunks (a round trip per step of the b search)."""
+        if gathers(proj):
+            return super().evaluate_chunked(proj, alphas, gradient)
         mom = passes.projection_moments(proj)
         found = passes.minimise_penalised_density(proj, mom, self.h, alphas, self.eta, self.eps)
         XtG = sum_g = None
@@ -181,6 +186,8 @@ class MinimumDensityIndex(_KernelDensityIndex):
         return stats if stats is not None and stats["relative_depth"] > 0 else None
 
     def accept_chunked(self, proj, splits, min_size):
+        if splits[0].detail[2] is None:  # evaluated on gathered projections: accept them the same way
+            return ProjectionIndex.accept_chunked(self, proj, splits, min_size)
         return [
             s if s is not None and s["relative_depth"] > 0 else None
             for s in super().accept_chunked(proj, splits, min_size)

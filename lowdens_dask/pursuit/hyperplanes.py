@@ -115,16 +115,20 @@ class _ChunkedObjective:
         norms = np.sqrt((V * V).sum(axis=0))
         U = V / norms
         gradient = any(r[3] for r in requests)
-        found = self.index.evaluate_chunked(self.data.projections(U, self.mean @ U), [r[2] for r in requests], gradient)
+        proj = self.data.projections(U, self.mean @ U)
+        found = self.index.evaluate_chunked(proj, [r[2] for r in requests], gradient)
         self.n_evaluations += len(requests)
+        P = None if proj.gathered is None else proj.gathered[0]  # kept for the acceptance test
         out = []
         for j, (split, xtg, sum_g) in enumerate(found):
             grad = None if xtg is None else _direction_gradient(xtg - self.mean * sum_g, U[:, j], norms[j])
-            out.append((split.value, grad, _Evaluation(U[:, j].copy(), split)))
+            out.append((split.value, grad, _Evaluation(U[:, j].copy(), split, None if P is None else P[j])))
         return out
 
     def _accept(self, requests: list, min_size: float) -> list:
         evs = [r[1] for r in requests]
+        if all(ev.p is not None for ev in evs):  # the evaluation's gathered projections: no pass
+            return [self.index.accept(ev.p, np.ones(ev.p.size), ev.split, min_size) for ev in evs]
         U = np.column_stack([ev.u for ev in evs])
         proj = self.data.projections(U, self.mean @ U)
         return self.index.accept_chunked(proj, [ev.split for ev in evs], min_size)

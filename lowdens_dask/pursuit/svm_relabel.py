@@ -184,7 +184,6 @@ class SVMRelabeler:
         self.min_weight, self.tol = float(min_weight), float(tol)
         self.n_fits = 0
         self.run_sses: list[float] = []  #: end-state SSE of every relabelling run
-        self.n_nonconverged_svm = 0
 
     # -------------------------------------------------------------- pieces
     def sse(self, y: np.ndarray) -> float:
@@ -192,15 +191,14 @@ class SVMRelabeler:
 
     def valid(self, y: np.ndarray) -> bool:
         plus = float(self.w[y > 0].sum())
-        return min(plus, float(self.w.sum()) - plus) >= self.min_weight and np.any(y > 0) and np.any(y < 0)
+        return bool(min(plus, float(self.w.sum()) - plus) >= self.min_weight and np.any(y > 0) and np.any(y < 0))
 
     def svm(self, y: np.ndarray) -> tuple[SVC, np.ndarray]:
         """Train the soft-margin SVM (§3) on labels y; returns it and f on the points (f >= 0 is class +1)."""
         model = SVC(kernel="precomputed", C=self.C, tol=self.tol)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # libsvm runs without an iteration limit
             model.fit(self.K, y, sample_weight=self.w)
-        self.n_nonconverged_svm += sum(issubclass(c.category, ConvergenceWarning) for c in caught)
         self.n_fits += 1
         f = self.K[:, model.support_] @ model.dual_coef_[0] + model.intercept_[0]
         return model, f
@@ -234,7 +232,8 @@ class SVMRelabeler:
             pred = np.where(f >= 0, 1, -1).astype(np.int8)
             wrong = np.flatnonzero(pred != y)
             if wrong.size == 0:
-                return RelabelResult(y, self.sse(y), model, True, n_iter, True)
+                ok = self.valid(y)
+                return RelabelResult(y, self.sse(y) if ok else math.inf, model, True, n_iter, ok)
             k = math.ceil(self.relabel_fraction * wrong.size)
             flips = wrong[np.argsort(y[wrong] * f[wrong], kind="stable")[:k]]
             # the guard: flips out of a class stop before its weight would fall below min_weight
@@ -270,10 +269,13 @@ class SVMRelabeler:
 
     # -------------------------------------------------------------- stabilisation
     def restarts(self, n_restarts: int, rng: np.random.Generator) -> tuple[RelabelResult | None, list[float]]:
-        """Random-restart hill climbing (§4.4): ``n_restarts`` runs from fair-coin labels, the lowest SSE kept.
-        Returns the best valid end state (None if none) and every run's SSE."""
+        """Random-restart hill climbing (§4.4): ``n_restarts`` runs from fair-coin labels, the lowest SSE kept
+        (more runs, up to ``LABEL_TRIES``, while none has ended valid). Returns the best valid end state (None
+        if none) and every run's SSE."""
         best, sses = None, []
-        for _ in range(n_restarts):
+        for run in range(n_restarts + LABEL_TRIES):
+            if run >= n_restarts and best is not None:
+                break
             state = self.start(rng)
             if state is None:
                 continue
@@ -499,7 +501,7 @@ def support_vector_clusters(
     n_segment_points: int = 20,
     n_neighbors: int | None = None,
     outliers: str = "nearest",
-    tol: float = 1e-7,
+    tol: float = 1e-5,
 ) -> SupportVectorClusters:
     """Support vector clustering (Ben-Hur, Horn, Siegelmann & Vapnik, JMLR 2001; spec §6).
 
@@ -555,9 +557,7 @@ def support_vector_clusters(
             P = a[:, None, :] + lam[None, :, None] * (b - a)[:, None, :]
             ok = inside_sphere(P.reshape(-1, U0.shape[1])).reshape(len(a), lam.size)
             adjacent[s : s + block] = ok.all(axis=1)
-        A = coo_matrix(
-            (np.ones(int(adjacent.sum())), (pairs_i[adjacent], pairs_j[adjacent])), shape=(m, m)
-        ).tocsr()
+        A = coo_matrix((np.ones(int(adjacent.sum())), (pairs_i[adjacent], pairs_j[adjacent])), shape=(m, m)).tocsr()
         _, comp = connected_components(A, directed=False)
         # components of the points in the sphere, numbered by their first point (canonical order)
         labels_u = np.full(m, -1, dtype=np.int64)

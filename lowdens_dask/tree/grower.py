@@ -9,6 +9,11 @@ leaf is ranked first, which gives the same tree as computing every leaf eagerly.
 (``lowdens-split-node-<id>-start-<j>-<token>``), so the tree grows in parallel on a cluster; the leaves'
 rows are literal tasks in the graph, which any worker can rebuild.
 
+Exact mode on chunked rows: a node whose rows take at most ``max_node_bytes`` (as float64) is gathered to one
+worker and split there by the in-memory path, its restarts as parallel tasks (and, when ``rank`` needs every
+leaf's split, the two children of each split at once); larger nodes are split by passes over their chunks. Each split computed is logged (``lowdens_dask``
+loggers, INFO): the node, its size, the index value, the time and the passes over the rows.
+
 When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
 leaf that ``rank`` prefers with the best hyperplane found for it, moved to the mean of the leaf along its
 normal if it leaves a side below ``min_size`` (the node is marked ``forced``); with ``force=False``
@@ -19,7 +24,9 @@ growth stops at the last valid split.
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -41,6 +48,9 @@ class Refine(NamedTuple):
     iterations: int
 
 
+logger = logging.getLogger(__name__)
+
+
 class Growth(NamedTuple):
     """What :func:`grow_tree` returns."""
 
@@ -48,6 +58,7 @@ class Growth(NamedTuple):
     n_leaves: int
     n_forced: int  #: splits made by ``force``
     root_split: Hyperplane | None  #: the root's best split in the original coordinates, valid or not
+    n_evaluations: int = 0  #: objective evaluations of every split computed
 
 
 def grow_tree(
@@ -63,25 +74,44 @@ def grow_tree(
     force: bool = False,
     parallel: bool = False,
     refine: Refine | None = None,
+    max_node_bytes: float = 0.0,
+    progress: Callable[[int], None] | None = None,
 ) -> Growth:
     """Grow a tree on ``root`` (a data-layer object in the coordinates of ``frame``) with the index ``method``.
 
     ``params`` are the index's set-up and pursuit parameters (without ``min_size``); ``rank(node, data,
     hyperplane)`` scores a leaf (larger splits first; ``hyperplane`` is None for an unevaluated leaf when
-    ``lazy``).
+    ``lazy``). Chunked nodes of at most ``max_node_bytes`` are split on one worker each (see the module
+    docstring); ``progress(n_leaves)`` is called after each split.
     """
     tree = ClusterTree(root.n_features, method, {**params, "min_size": min_size}, root_size=root.total_weight)
     leaves = {0: root}  # leaf id -> its rows, in the frame
     row_leaves = {} if refine is None else {0: refine.rows}  # leaf id -> its chunked rows (refine)
     found: dict[int, Hyperplane | None] = {}  # leaf id -> best split in the frame (maybe invalid), or None
     target = math.inf if n_clusters is None else n_clusters
-    token = tokenize(root.token, method, params, min_size)[:8] if parallel else None
+    token = tokenize(root.token, method, params, min_size)[:8] if parallel or root.chunked else None
     n_leaves, n_forced = 1, 0
     stuck: set[int] = set()  # leaves whose best split cannot be made on their rows
 
+    def on_a_worker(leaf: int) -> bool:
+        data = leaves[leaf]
+        return data.chunked and 0 < data.nbytes <= max_node_bytes
+
+    def in_tasks(nodes: list[int]) -> None:
+        start, passes = time.perf_counter(), _passes(root)
+        _split_in_tasks(method, params, min_size, nodes, leaves, found, token)
+        for leaf in nodes:
+            _log_split(leaf, leaves[leaf], found[leaf], time.perf_counter() - start, _passes(root) - passes, True)
+
     def compute(leaf: int) -> None:
-        if leaf not in found:
-            found[leaf] = _best_split(method, leaves[leaf], params, min_size, None)
+        if leaf in found:
+            return
+        if on_a_worker(leaf):
+            in_tasks([leaf])
+            return
+        start, passes = time.perf_counter(), _passes(root)
+        found[leaf] = _best_split(method, leaves[leaf], params, min_size, None)
+        _log_split(leaf, leaves[leaf], found[leaf], time.perf_counter() - start, _passes(root) - passes, False)
 
     def score(leaf: int) -> float:
         value = float(rank(tree.nodes[leaf], leaves[leaf], found.get(leaf)))
@@ -115,13 +145,36 @@ def grow_tree(
             continue
         n_leaves += 1
         n_forced += forced
-        if parallel and n_leaves < target:
-            _split_in_tasks(method, params, min_size, list(node.children), leaves, found, token)
+        if progress is not None:
+            progress(n_leaves)
+        if n_leaves < target:
+            if parallel and not root.chunked:
+                _split_in_tasks(method, params, min_size, list(node.children), leaves, found, token)
+            elif not lazy and (children := [c for c in node.children if on_a_worker(c)]):
+                in_tasks(children)  # both are needed: split them at once
     for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
         if hp is not None and hp.valid and leaf in leaves:
             tree.nodes[leaf].set_hyperplane(method, _to_original(hp, frame))
     root_split = found.get(0)
-    return Growth(tree, n_leaves, n_forced, None if root_split is None else _to_original(root_split, frame))
+    n_evaluations = sum(hp.n_evaluations for hp in found.values() if hp is not None)
+    root_split = None if root_split is None else _to_original(root_split, frame)
+    return Growth(tree, n_leaves, n_forced, root_split, n_evaluations)
+
+
+def _passes(data) -> int:
+    return data.counter.total if data.chunked else 0
+
+
+def _log_split(leaf: int, data, hp: Hyperplane | None, seconds: float, passes: int, tasks: bool) -> None:
+    where = "on a worker" if data.chunked and tasks else "by passes over chunks" if data.chunked else "in memory"
+    if hp is None:
+        logger.info("node %d: %.6g rows, too small to split (%s)", leaf, data.total_weight, where)
+        return
+    logger.info(
+        "node %d: %.6g rows, %s split, fval %.4g, %.2f s, %d passes over the rows, %d evaluations (%s)",
+        leaf, data.total_weight, "a valid" if hp.valid else "no valid", hp.fval, seconds, passes, hp.n_evaluations,
+        where,
+    )  # fmt: skip
 
 
 def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size):
@@ -208,14 +261,20 @@ def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
 def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> None:
     """Split the given leaves at once, each restart of each leaf a named Dask task.
 
-    Each leaf's rows enter the graph once, as a literal task (``lowdens-node-data-<id>-<token>``) that
+    Chunked leaves enter the graph as the task that gathers their rows from the chunks (one worker holds
+    them; the restarts run there or next to it). In-memory leaves' rows enter the graph once, as a literal task (``lowdens-node-data-<id>-<token>``) that
     its restarts depend on. On a distributed cluster the scheduler can rebuild it on any worker, so
     losing a worker at any moment costs only recomputation (data placed with ``client.scatter`` would be
     lost with the worker that held it).
     """
     index = get_index(method)
     starts = range(index.n_starts(leaves[nodes[0]].n_features)) if params.get("v0") is None else [None]
-    data = {c: dask.delayed(leaves[c], name=f"lowdens-node-data-{c}-{token}", traverse=False) for c in nodes}
+    data = {
+        c: leaves[c].gathered()
+        if leaves[c].chunked
+        else dask.delayed(leaves[c], name=f"lowdens-node-data-{c}-{token}", traverse=False)
+        for c in nodes
+    }
     jobs = [(c, j) for c in nodes for j in starts]
     tasks = [
         _split_task(method, data[c], params, min_size, j, dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}")
