@@ -102,11 +102,13 @@ def test_exact_mode_on_a_dask_array_gives_the_in_memory_hyperplane(chunks):
     ],
     ids=["mdhclustering", "pddp", "depddp", "mdh"],
 )
-@pytest.mark.parametrize("chunks", [150, 683])
-def test_estimators_in_exact_mode_match_in_memory_fits(make, chunks):
+@pytest.mark.parametrize("chunks, max_node_bytes", [(150, "auto"), (683, "auto"), (150, 0)])
+def test_estimators_in_exact_mode_match_in_memory_fits(make, chunks, max_node_bytes):
+    """Nodes gathered to a worker ("auto") or split by passes over their chunks (0): the in-memory fit."""
     X, _ = load_dataset("breastcancer", return_X_y=True)
     ref = make().fit(X)
-    model = make().set_params(mode="exact").fit(da.from_array(X, chunks=(chunks, X.shape[1])))
+    model = make().set_params(mode="exact", max_node_bytes=max_node_bytes)
+    model.fit(da.from_array(X, chunks=(chunks, X.shape[1])))
     np.testing.assert_array_equal(model.labels_.compute(), ref.labels_)
     if hasattr(ref, "tree_"):
         assert model.tree_.n_leaves == ref.tree_.n_leaves
@@ -176,3 +178,39 @@ def test_restarts_share_each_projection_pass(monkeypatch):
     assert widths[0] == 2
     assert sum(widths) >= hp.n_evaluations  # every evaluation was projected ...
     assert len(widths) < hp.n_evaluations  # ... in fewer passes than evaluations
+
+
+def test_passes_are_counted_and_each_node_is_logged(caplog):
+    """Split by passes, an objective evaluation costs at most two passes (X @ V, then X.T @ G; restarts share
+    them); gathered to a worker, a node costs one pass and no evaluation passes. Each split computed is one log
+    line on the lowdens_dask loggers."""
+    X = bimodal(n=2000, d=4, seed=5)
+    dX = da.from_array(X, chunks=(400, 4))
+    with caplog.at_level("INFO", logger="lowdens_dask"):
+        passes = MDHClustering(n_clusters=3, mode="exact", max_node_bytes=0).fit(dX)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("lowdens_dask")]
+    assert len(lines) >= 2 and all("rows" in line and "passes over the rows" in line for line in lines)
+    assert all("by passes over chunks" in line for line in lines)
+    assert 0 < passes.n_evaluation_passes_ <= 2 * passes.n_evaluations_
+    assert passes.n_passes_ > passes.n_evaluation_passes_
+    caplog.clear()
+    with caplog.at_level("INFO", logger="lowdens_dask"):
+        gathered = MDHClustering(n_clusters=3, mode="exact").fit(dX)
+    assert all("on a worker" in r.getMessage() for r in caplog.records if r.name.startswith("lowdens_dask"))
+    assert gathered.n_evaluation_passes_ == 0 and 0 < gathered.n_passes_ < 20
+    np.testing.assert_array_equal(gathered.labels_.compute(), passes.labels_.compute())
+    assert MDHClustering(n_clusters=3).fit(X).n_passes_ == 0
+
+
+def test_progress_bar_draws_on_one_line():
+    import io
+
+    from lowdens_dask.estimators._progress import ProgressBar
+
+    out = io.StringIO()
+    bar = ProgressBar("MDHClustering", 4, lambda: 7, stream=out)
+    bar(3)
+    bar.close()
+    text = out.getvalue()
+    assert text.count("\r") == 2 and text.endswith("\n")
+    assert "3/4 clusters" in text and "7 passes" in text and "#" * 22 in text

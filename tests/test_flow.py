@@ -113,35 +113,3 @@ def test_lowdens_fit_runs_the_flow(data, tmp_path, capsys):
     run = RunsStore(store).get("cli-1")
     np.testing.assert_array_equal(run.tree.predict(X), run.labels.compute())
     assert run.attrs["metrics"]["adjusted_rand"] > 0.99 and run.attrs["input"]["path"] == str(tmp_path / "X.npy")
-
-
-def test_lowdens_demo(tmp_path):
-    """The README's first command: a bundled data set, clustered by the flow, persisted, plotted."""
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-m", "lowdens_pipelines.cli", "demo", "--out", "demo"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
-    assert lines["data"].startswith("demo/pendigits.zarr (10992 rows, 16 features, 10 classes")
-    run_id = lines["run"].split()[0]
-    assert "clusters: 10; adjusted Rand" in done.stdout
-    listing = subprocess.run(
-        [sys.executable, "-m", "lowdens_pipelines.cli", "runs", "list"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert listing.stdout.split("\t")[0] == run_id  # in the default store, ./lowdens-runs
-    assert (tmp_path / "lowdens-runs" / run_id).is_dir()
-    plots = sorted(p.name for p in (tmp_path / "demo" / "plots").iterdir())
-    assert {"tree.png", "dendrogram.png", "node-0.png"} <= set(plots)

@@ -4,7 +4,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lowdens_dask import (
     IPDDP,
+    MSC,
     MDHClassifier,
+    MSCClustering,
     SupportVectorClustering,
     SVMRelabelClustering,
     LMSC,
@@ -75,6 +77,8 @@ def expected_failures(estimator):
         MDHClassifier(),
         SVMRelabelClustering(),
         SupportVectorClustering(),
+        MSC(),
+        MSCClustering(n_clusters=2),
     ],
     expected_failed_checks=expected_failures,
 )

@@ -82,6 +82,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         self._fit_rows(X, weights)
         self.labels_ = labels_with_skipped(self.tree_.predict(X), finite)
         self.n_nonfinite_ = 0 if finite is None else int((~finite).sum())
+        self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
         return self
 
     def _fit_data(self, data, frame, parallel: bool, refine) -> None:

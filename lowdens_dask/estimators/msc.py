@@ -1,13 +1,638 @@
-"""Maximal separation clustering (MSC): placeholder, being written (issue 12)."""
+"""Maximal separation clustering (MSC): one bi-partition (``MSC``) and recursive splitting of the largest cluster
+(``MSCClustering``) by the maximal sum-of-squared separation hyperplane in distance-feature space.
+
+Chen & Bi, "Clustering by maximizing sum-of-squared separation distance"; spec ``shared/research/seed-msc.md``.
+The numerics are :mod:`lowdens_dask.pursuit.msc`. Each split is stored on the :class:`~lowdens_dask.ClusterTree`
+as a :class:`~lowdens_dask.tree.KernelExpansionRule`, f(x) = Σ_j coef_j m(x, s_j) >= 0 -> child 1, with the
+support rows s_j (the node's distinct rows for the exact solver, its landmarks otherwise), so trees persist
+as JSON and route Dask chunks like every other tree.
+"""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
+from __future__ import annotations
+
+import numbers
+
+import dask
+import dask.array as da
+import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._warnings import warn
+from ..backend import as_dask_array
+from ..backend.chunked import map_reduce
+from ..pursuit.msc import (
+    METRICS,
+    WEIGHTS,
+    disparity_cut,
+    distance_features,
+    distance_matrix,
+    landmark_moments,
+    median_sigma2,
+    msc_exact,
+    msc_landmarks,
+    orientation,
+    solve_moments,
+)
+from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
+from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows, store_labels
+from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
+
+#: ``solver="auto"`` solves exactly up to this many distinct rows in a node (D of 5,000 rows is 200 MB) and with
+#: landmarks above.
+EXACT_AUTO_MAX = 5000
+#: Above this many rows the exact solver holds D in float32 (1.6 GB at 20,000 rows instead of 3.2 GB; the split
+#: is the same up to rows whose |f| is within ~1e-7 of 0).
+FLOAT32_ABOVE = 8192
+#: Scale given to a column that is constant in a node: it then adds nothing to the rule's distances, also for
+#: new rows (the column carries no information about the split), and its offset cannot cancel the others'
+#: digits in |x|² + |s|² - 2x·s.
+CONSTANT_SCALE = 1e300
+#: The largest node ``solver="exact"`` accepts (D in float32: 10 GB).
+EXACT_MAX = 50_000
+SOLVERS = ("auto", "exact", "landmarks")
+KERNELS = {"gaussian": "rbf-distance", "euclidean": "euclidean"}
+
+_PARAMETERS_DOC = """
+    weight : {{"alpha3", "alpha1", "alpha2"}}, default="alpha3"
+        The balance weight α of the constraint αᵀDw = 0 (§2.6): "alpha1" uniform (MSC1), "alpha2" ∝ De, each
+        row's total dissimilarity (MSC2), "alpha3" the Perron vector of D (MSC3). The default is the paper's best on
+        its artificial data (Table 1) and the cheapest: w* is then the eigenvector of D's most negative eigenvalue
+        (§2.9), and the split is the spectral relaxation of the maximal disparity cut (Lemma 3.1).
+    sigma2 : float or None, default=None
+        σ² of the Gaussian kernel exp(-‖x-y‖²/σ²) whose metric sqrt(2 - 2K) is the distance (eq. 2.3; the paper's
+        parametrisation, Tables 1-4). None: the median heuristic, σ² = the weighted median of the squared distances
+        between the node's distinct rows (at most 2,000 of them), recomputed at every node; on the paper's
+        blob-in-ring data it is about 16, where the error is near the paper's best (about 4.5%). With ``standardize``,
+        σ² is in units of the z-scored columns. Ignored by "euclidean".
+    metric : {{"gaussian", "euclidean"}}, default="gaussian"
+        m(x, y): the Gaussian-kernel metric (all the paper's vector experiments) or ‖x - y‖ (Schoenberg: also
+        conditionally negative definite).
+    solver : {{"auto", "exact", "landmarks"}}, default="auto"
+        "exact": D of the node's distinct rows and matrix-free Lanczos (never D², §3.2), O(m²) memory;
+        "landmarks": distances to ``n_landmarks`` rows drawn at random (probability ∝ weight), one pass for the
+        r×r moments, O(m r) time and an O(r) rule. "auto" is exact up to 5,000 distinct rows in the node (float32 D
+        above 8,192 rows when asked for explicitly). Dask and zarr input always use landmarks.
+    n_landmarks : int, default=500
+        r, the landmarks of the landmark solver. With as many as the node's distinct rows, all of them are used,
+        weighted as the rows, which is the exact solution.
+    standardize : bool, default=False
+        z-score the columns of each node first (weighted; the paper does not).
+    mode : {{"auto", "exact", "summary"}}, default="auto"
+        In-memory input is fitted on its rows. Dask arrays and zarr stores: "auto" and "exact" fit every split
+        by the landmark solver over the node's rows (two passes per split: count and sample landmarks, then the
+        r×r moments; the landmarks are a uniform sample of the node's rows, σ² the median heuristic on them) and
+        label the rows in a final lazy pass; "summary" fits on the scale-out engine's weighted
+        microclusters (one pass) as rows in memory.
+    rows_per_microcluster, nonfinite, storage_options, labels_store
+        As for :class:`~lowdens_dask.MDHClustering` (NaN/inf rows of chunked input: "raise", or "skip" to label
+        them -1).
+    random_state : int or None, default=None
+        Seeds the landmarks, the median heuristic's sample above 2,000 rows and Lanczos' start vectors.
+"""
+
+_ATTRIBUTES_DOC = """
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
+        Leaf labels of the training rows (``tree_.predict``, so they equal ``predict(X)``).
+    tree_ : ClusterTree
+        Splits are ``KernelExpansionRule`` objects (kernel "rbf-distance", γ = 1/σ², or "euclidean"); node
+        parameters record the weight, metric, σ², solver and support size; node statistics are ``fval`` and
+        ``separation`` (Σ c_i f(x_i)², eq. 2.4, with ‖w‖ = 1), ``eigengap`` (relative gap of the top two
+        eigenvalues: near 0, w* is not unique, §3.6), ``disparity_cut`` (eq. 3.7, uniform β; exact solver only),
+        and ``n_positive_eigenvalues`` of D (1 when conditionally negative definite; exact solver only).
+    n_clusters_ : int
+    n_features_in_ : int
+    n_nonfinite_ : int
+        Dask or zarr input: rows set aside for NaN/inf.
+"""
 
 
-class MSC(ClusterMixin, BaseEstimator):
+def _check_params(est) -> None:
+    name = type(est).__name__
+    if est.weight not in WEIGHTS:
+        raise ValueError(f"{name}: weight must be one of {WEIGHTS}; got {est.weight!r}.")
+    if est.metric not in METRICS:
+        raise ValueError(f"{name}: metric must be one of {METRICS}; got {est.metric!r}.")
+    s2 = est.sigma2
+    if s2 is not None and not (
+        isinstance(s2, numbers.Real) and not isinstance(s2, bool) and np.isfinite(s2) and s2 > 0
+    ):
+        raise ValueError(f"{name}: sigma2 must be None or a positive number; got {s2!r}.")
+    if est.solver not in SOLVERS:
+        raise ValueError(f"{name}: solver must be one of {SOLVERS}; got {est.solver!r}.")
+    r = est.n_landmarks
+    if not (isinstance(r, numbers.Integral) and not isinstance(r, bool) and r >= 2):
+        raise ValueError(f"{name}: n_landmarks must be an integer >= 2; got {r!r}.")
+    if est.standardize not in (True, False):
+        raise ValueError(f"{name}: standardize must be True or False; got {est.standardize!r}.")
+    check_scale_out_params(est)
+
+
+def _frame(rows: np.ndarray, weights: np.ndarray, standardize: bool, constant: np.ndarray):
+    """(centre, scale) of a node's rows: the weighted mean (distances do not depend on it; it keeps the digits),
+    and the standard deviation with ``standardize`` (else 1); ``CONSTANT_SCALE`` for constant columns."""
+    if standardize:
+        centre, scale = standardisation(rows, weights)
+    else:
+        centre, scale = weights @ rows / weights.sum(), np.ones(rows.shape[1])
+    scale = np.where(constant, CONSTANT_SCALE, scale)
+    return centre, scale
+
+
+def _rule(support, coef, metric: str, gamma: float, scale: np.ndarray) -> KernelExpansionRule:
+    plain = bool(np.all(scale == 1.0))
+    gamma = gamma if metric == "gaussian" else 1.0
+    return KernelExpansionRule(support, coef, 0.0, KERNELS[metric], gamma, None if plain else scale)
+
+
+def _split_rows(est, rows: np.ndarray, weights: np.ndarray, seed: int):
+    """One MSC split of a node's distinct rows (positive weights): ``(rule, params, stats)``, or None when the
+    node cannot be split (fewer than two rows with weight)."""
+    c = weights / weights.max()
+    keep = c > 0  # weights that underflow against the largest do not count
+    if keep.sum() < 2:
+        return None
+    rows, c = rows[keep], c[keep]
+    constant = np.ptp(rows, axis=0) == 0
+    centre, scale = _frame(rows, c, est.standardize, constant)
+    Z = (rows - centre) / scale
+    Z[:, constant] = 0.0
+    m = rows.shape[0]
+    if est.metric == "gaussian":
+        sigma2 = est.sigma2 if est.sigma2 is not None else median_sigma2(Z, c, seed=seed)
+        if not (np.isfinite(sigma2) and sigma2 > 0):
+            return None
+    else:
+        sigma2 = 1.0
+    gamma = 1.0 / sigma2
+    exact = est.solver == "exact" or (est.solver == "auto" and m <= EXACT_AUTO_MAX) or m <= est.n_landmarks
+    stats = {}
+    if exact and m > EXACT_MAX:
+        raise ValueError(
+            f"{type(est).__name__}: solver='exact' would hold the {m:,}×{m:,} distance matrix of a node "
+            f"({4 * m * m / 1e9:.0f} GB in float32); above {EXACT_MAX:,} distinct rows use solver='landmarks' or 'auto'."
+        )
+    if exact:
+        D = distance_matrix(Z, metric=est.metric, gamma=gamma, dtype=np.float32 if m > FLOAT32_ABOVE else np.float64)
+        if est.solver == "landmarks":  # all rows are landmarks, weighted as the rows: the exact solution
+            sol = msc_landmarks(Z, Z, c, est.weight, metric=est.metric, gamma=gamma, landmark_weights=c)
+            sol = sol._replace(n_positive=-1)
+        else:
+            sol = msc_exact(D, c, est.weight, random_state=seed)
+        support = rows
+    else:
+        D = None
+        nonzero = int(np.count_nonzero(c))
+        r = min(est.n_landmarks, nonzero)
+        idx = np.sort(np.random.default_rng(seed).choice(m, r, replace=False, p=c / c.sum()))
+        sol = msc_landmarks(Z, Z[idx], c, est.weight, metric=est.metric, gamma=gamma)
+        support = rows[idx]
+    sign = orientation(sol.f, c)
+    if D is not None:
+        stats["disparity_cut"] = disparity_cut(D, sign * sol.f >= 0, weights=c)
+        stats["n_positive_eigenvalues"] = float(sol.n_positive)
+    rule = _rule(support, sign * sol.coef, est.metric, gamma, scale)
+    params = {
+        "weight": est.weight,
+        "metric": est.metric,
+        "sigma2": float(sigma2),
+        "solver": "exact" if exact and est.solver != "landmarks" else "landmarks",
+        "n_support": int(support.shape[0]),
+    }
+    separation = sol.separation * float(weights.max())  # in the rows' own weights
+    stats = {"fval": separation, "separation": separation, "eigengap": sol.eigengap, **stats}
+    return rule, params, stats
+
+
+# ------------------------------------------------------------------------------------------ chunked input
+def _chunk_leaves(x: np.ndarray, tree_json: str | None, seed: int, r: int):
+    """Per leaf of the chunk's finite rows: (count, mean, M2, min, max, keys, rows) with the ``r`` rows of
+    smallest random key (a uniform sample, merged across chunks by keeping the ``r`` smallest keys)."""
+    finite = np.isfinite(x).all(axis=1)
+    x = np.asarray(x[finite], dtype=np.float64)
+    labels = np.zeros(x.shape[0], dtype=np.int64) if tree_json is None else leaf_labels_from_json(x, tree_json)
+    keys = np.random.default_rng(seed).random(x.shape[0])
+    out = {}
+    for label in np.unique(labels):
+        mask = labels == label
+        rows, k = x[mask], keys[mask]
+        take = np.argsort(k, kind="stable")[:r]
+        mean = rows.mean(axis=0)
+        out[int(label)] = (
+            float(rows.shape[0]),
+            mean,
+            ((rows - mean) ** 2).sum(axis=0),
+            rows.min(axis=0),
+            rows.max(axis=0),
+            k[take],
+            rows[take],
+        )
+    return out, int(finite.size - finite.sum()), r
+
+
+def _merge_leaves(*parts):
+    """Merge the per-leaf summaries of chunks (Chan et al.'s pairwise update of the means and M2)."""
+    out, nonfinite, r = {}, 0, parts[0][2]
+    for leaves, bad, _ in parts:
+        nonfinite += bad
+        for label, item in leaves.items():
+            if label not in out:
+                out[label] = item
+                continue
+            n1, m1, s1, lo1, hi1, k1, x1 = out[label]
+            n2, m2, s2, lo2, hi2, k2, x2 = item
+            n = n1 + n2
+            delta = m2 - m1
+            keys, rows = np.concatenate([k1, k2]), np.concatenate([x1, x2])
+            take = np.argsort(keys, kind="stable")[:r]
+            out[label] = (
+                n,
+                m1 + delta * n2 / n,
+                s1 + s2 + delta**2 * n1 * n2 / n,
+                np.minimum(lo1, lo2),
+                np.maximum(hi1, hi2),
+                keys[take],
+                rows[take],
+            )
+    return out, nonfinite, r
+
+
+def _chunk_moments(x, tree_json, label, centre, scale, L, metric, gamma):
+    finite = np.isfinite(x).all(axis=1)
+    x = np.asarray(x[finite], dtype=np.float64)
+    if tree_json is not None:
+        x = x[leaf_labels_from_json(x, tree_json) == label]
+    Z = (x - centre) / scale
+    G, h, n = landmark_moments(Z, L, None, metric=metric, gamma=gamma)
+    return G, h, n
+
+
+def _add(*parts):
+    return tuple(sum(items[1:], items[0]) for items in zip(*parts))
+
+
+def _literal(value):
+    return dask.delayed(value, pure=True, traverse=False)
+
+
+class _ChunkedGrowth:
+    """Recursive MSC over row chunks: a pass that counts every leaf's rows and samples its landmarks, then a pass
+    for the r×r moments of the leaf to split (landmark solver)."""
+
+    def __init__(self, est, arr: da.Array):
+        self.est, self.arr = est, arr
+        self.blocks = arr.to_delayed().ravel()
+        self.token = dask.base.tokenize(arr)[:10]
+        self.rng = np.random.default_rng(est.random_state)
+        self.passes = 0
+
+    def leaves_pass(self, tree: ClusterTree | None):
+        r = self.est.n_landmarks
+        seeds = self.rng.integers(0, 2**31 - 1, size=len(self.blocks))
+        text = None if tree is None else tree.to_json()
+        self.passes += 1
+        name = f"lowdens-msc-leaves-{self.token}-{self.passes}"
+        chunks = [(b, _literal(text), int(s), r) for b, s in zip(self.blocks, seeds)]
+        found, nonfinite, _ = map_reduce(name, _chunk_leaves, chunks, _merge_leaves)
+        if tree is None:
+            return {0: found.get(0)}, nonfinite
+        ids = [leaf.id for leaf in tree.leaves()]
+        return {ids[label]: item for label, item in found.items()}, nonfinite
+
+    def moments(self, tree: ClusterTree, leaf: int, centre, scale, L, gamma):
+        labels = tree.leaf_labels()
+        text = None if tree.n_leaves == 1 else tree.to_json()
+        self.passes += 1
+        name = f"lowdens-msc-moments-{self.token}-{self.passes}"
+        args = [_literal(a) for a in (text, labels[leaf], centre, scale, L)]
+        chunks = [(b, *args, self.est.metric, gamma) for b in self.blocks]
+        return map_reduce(name, _chunk_moments, chunks, _add)
+
+    def split(self, tree: ClusterTree, leaf: int, info, seed: int):
+        est = self.est
+        n, mean, m2, lo, hi, _, sample = info
+        sample = np.unique(sample, axis=0)
+        if sample.shape[0] < 2:
+            return None
+        constant = lo == hi
+        if est.standardize:
+            scale = np.sqrt(m2 / max(n - 1.0, 1.0))
+            scale[scale == 0] = 1.0
+        else:
+            scale = np.ones(mean.shape[0])
+        scale = np.where(constant, CONSTANT_SCALE, scale)
+        L = (sample - mean) / scale
+        L[:, constant] = 0.0
+        if est.metric == "gaussian":
+            sigma2 = est.sigma2 if est.sigma2 is not None else median_sigma2(L, seed=seed)
+            if not (np.isfinite(sigma2) and sigma2 > 0):
+                return None
+        else:
+            sigma2 = 1.0
+        gamma = 1.0 / sigma2
+        G, h, _ = self.moments(tree, leaf, mean, scale, L, gamma)
+        coef, gap = solve_moments(G, h, est.weight)
+        f = distance_features(L, L, metric=est.metric, gamma=gamma) @ coef
+        sign = orientation(f, np.ones(f.shape[0]))
+        rule = _rule(sample, sign * coef, est.metric, gamma, scale)
+        params = {
+            "weight": est.weight,
+            "metric": est.metric,
+            "sigma2": float(sigma2),
+            "solver": "landmarks",
+            "n_support": int(sample.shape[0]),
+        }
+        separation = float(coef @ G @ coef)
+        return rule, params, {"fval": separation, "separation": separation, "eigengap": gap}
+
+
+def _split_largest(leaves, blocked, pick, split) -> bool:
+    """Split the largest splittable leaf (ties: the lowest id); returns False when none can be split."""
+    while True:
+        candidates = [leaf for leaf in leaves if leaf not in blocked]
+        if not candidates:
+            return False
+        leaf = max(candidates, key=lambda j: (pick(j), -j))
+        if split(leaf):
+            return True
+        blocked.add(leaf)
+
+
+class _MSCBase(ClusterMixin, BaseEstimator):
     _method = "msc"
 
+    def _n_clusters(self) -> int:
+        return self.n_clusters
 
-class MSCClustering(ClusterMixin, BaseEstimator):
-    _method = "msc"
+    def fit(self, X, y=None, sample_weight=None):
+        """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are its leaves' labels."""
+        _check_params(self)
+        check_positive_int(self._n_clusters(), f"{type(self).__name__}: n_clusters")
+        if self.mode == "summary":
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+        if is_chunked_input(X):
+            return self._fit_chunked(X, sample_weight)
+        X, weights = check_fit_input(self, X, sample_weight)
+        self._fit_rows(X, weights)
+        self.labels_ = self.tree_.predict(X)
+        return self
+
+    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread=None, rows=None) -> None:
+        """Grow on rows in memory: duplicates merged into weights (the paper needs distinct rows, §3.6)."""
+        positive = weights > 0
+        U, inverse = np.unique(X[positive], axis=0, return_inverse=True)
+        c = np.bincount(inverse.ravel(), weights=weights[positive], minlength=U.shape[0])
+        tree = ClusterTree(X.shape[1], self._method, {}, root_size=float(weights.sum()))
+        leaves, sizes, blocked = {0: np.arange(U.shape[0])}, {0: float(c.sum())}, set()
+        rng = np.random.default_rng(self.random_state)
+
+        def split(leaf: int) -> bool:
+            idx = leaves[leaf]
+            found = _split_rows(self, U[idx], c[idx], int(rng.integers(2**31 - 1)))
+            if found is None:
+                return False
+            rule, params, stats = found
+            side = rule.side(U[idx])
+            if side.all() or not side.any():
+                return False
+            parts = (idx[~side], idx[side])
+            part_sizes = tuple(float(c[p].sum()) for p in parts)
+            node = tree.add_rule_split(leaf, self._method, rule, part_sizes, params, stats)
+            del leaves[leaf]
+            for child, part, size in zip(node.children, parts, part_sizes):
+                leaves[child], sizes[child] = part, size
+            return True
+
+        with single_threaded_blas():
+            while len(leaves) < self._n_clusters():
+                if not _split_largest(leaves, blocked, sizes.__getitem__, split):
+                    break
+        self._set_tree(tree)
+
+    def _fit_chunked(self, X, sample_weight) -> _MSCBase:
+        name = type(self).__name__
+        if sample_weight is not None:
+            raise ValueError(f"{name}: sample_weight is not supported for Dask or zarr input.")
+        if self.solver == "exact":
+            raise ValueError(
+                f"{name}: solver='exact' needs the rows in memory; Dask and zarr input are fitted with landmarks "
+                "(solver='auto' or 'landmarks'), or on microclusters in memory with mode='summary'."
+            )
+        arr = as_dask_array(X, storage_options=self.storage_options)
+        self.n_features_in_ = arr.shape[1]
+        growth = _ChunkedGrowth(self, arr)
+        info, nonfinite = growth.leaves_pass(None)
+        total = arr.shape[0]
+        if nonfinite and self.nonfinite == "raise":
+            raise ValueError(
+                f"X has {nonfinite} of {total} rows with NaN or infinite values; pass nonfinite='skip' to set "
+                "them aside (they are then labelled -1)."
+            )
+        if info[0] is None or info[0][0] < 2:
+            raise ValueError(f"X has {total - nonfinite} finite rows; at least 2 are needed.")
+        if np.all(info[0][3] == info[0][4]):
+            raise ValueError("Every feature of X is constant; there is no direction to split along.")
+        tree = ClusterTree(arr.shape[1], self._method, {}, root_size=info[0][0])
+        blocked: set[int] = set()
+        with single_threaded_blas():
+            while tree.n_leaves < self._n_clusters():
+                leaf = self._next_chunked_split(growth, tree, info, blocked)
+                if leaf is None:
+                    break
+                info, _ = growth.leaves_pass(tree)
+                node = tree.nodes[leaf]
+                counts = [info[child][0] if child in info else 0.0 for child in node.children]
+                if min(counts) == 0:  # MSC left a side empty: the leaf stays a leaf
+                    info[leaf] = info.pop(node.children[0] if counts[0] else node.children[1])
+                    tree.prune(node)
+                    blocked.add(leaf)
+                else:
+                    for child, count in zip(node.children, counts):
+                        tree.nodes[child].size = float(count)
+        self._set_tree(tree)
+        self.n_nonfinite_ = nonfinite
+        self.n_passes_ = growth.passes + 1
+        self.labels_ = store_labels(self, route_rows(self.tree_, arr))
+        return self
+
+    def _next_chunked_split(self, growth: _ChunkedGrowth, tree: ClusterTree, info: dict, blocked: set):
+        """Split the largest splittable leaf (its sides' sizes are set by the next pass); its id, or None."""
+        seed = int(growth.rng.integers(2**31 - 1))
+        leaves = {leaf.id: info[leaf.id] for leaf in tree.leaves() if leaf.id in info}
+
+        def split(leaf: int) -> bool:
+            found = growth.split(tree, leaf, leaves[leaf], seed)
+            if found is None:
+                return False
+            rule, params, stats = found
+            tree.add_rule_split(leaf, self._method, rule, (0.0, 0.0), params, stats)
+            return True
+
+        before = set(leaves)
+        if not _split_largest(leaves, blocked, lambda j: leaves[j][0], split):
+            return None
+        return next(leaf for leaf in before if not tree.nodes[leaf].is_leaf)
+
+    def _set_tree(self, tree: ClusterTree) -> None:
+        if tree.n_leaves < self._n_clusters():
+            warn(
+                f"Only {tree.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining leaf "
+                "has two distinct rows of positive weight that MSC separates."
+            )
+        self.tree_ = tree
+        self.n_clusters_ = tree.n_leaves
+
+    def predict(self, X):
+        """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
+        check_is_fitted(self)
+        if is_chunked_input(X):
+            return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
+        return self.tree_.predict(X)
+
+
+class MSCClustering(_MSCBase):
+    __doc__ = (
+        """Divisive maximal separation clustering (Chen & Bi, §2 and §4.3): the largest cluster is bi-partitioned
+    by MSC until there are ``n_clusters`` (the paper's COREL protocol; only locally optimal, §6). Each split is
+    an :class:`MSC` fitted on the cluster's own rows (its weights α and, by default, σ² recomputed), stored on the
+    tree as a kernel-expansion rule, so new rows, Dask chunks and trees reloaded from JSON route the same way.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters (leaves). Fewer are formed, with a warning, when no leaf can be split."""
+        + _PARAMETERS_DOC
+        + _ATTRIBUTES_DOC
+        + """    n_passes_ : int
+        Dask or zarr input: passes over the rows (two per split, one to count, one to label).
+"""
+    )
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        weight: str = "alpha3",
+        sigma2: float | None = None,
+        metric: str = "gaussian",
+        solver: str = "auto",
+        n_landmarks: int = 500,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.weight = weight
+        self.sigma2 = sigma2
+        self.metric = metric
+        self.solver = solver
+        self.n_landmarks = n_landmarks
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+
+
+class MSC(_MSCBase):
+    __doc__ = (
+        """One maximal separation bi-partition (Chen & Bi, Definition 2.1 and Theorem 2.1): the hyperplane
+    f(x) = Σ_j w_j m(x, x_j) = 0 through the origin of distance-feature space that maximises the sum of squared
+    distances of the rows to it, wᵀD²w with ‖w‖ = 1, under the balance constraint αᵀDw = 0. ``labels_`` are 1 where
+    f(x) >= 0 and 0 elsewhere; the sign of w is chosen so that label 1 is the lighter side (§2.8).
+
+    Parameters
+    ----------"""
+        + _PARAMETERS_DOC
+        + _ATTRIBUTES_DOC
+        + """    coef_ : ndarray of shape (n_support,)
+        w over the support rows (eq. 2.5, scaled by the square roots of the rows' weights).
+    support_ : ndarray of shape (n_support, n_features)
+        The rows of the distance features: the distinct training rows (exact solver) or the landmarks.
+    sigma2_ : float
+        σ² used (NaN for "euclidean").
+    solver_ : str
+        "exact" or "landmarks".
+    separation_, eigengap_, disparity_cut_ : float
+        The root's ``separation``, ``eigengap`` and ``disparity_cut`` statistics (NaN where not computed).
+"""
+    )
+
+    def __init__(
+        self,
+        *,
+        weight: str = "alpha3",
+        sigma2: float | None = None,
+        metric: str = "gaussian",
+        solver: str = "auto",
+        n_landmarks: int = 500,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.weight = weight
+        self.sigma2 = sigma2
+        self.metric = metric
+        self.solver = solver
+        self.n_landmarks = n_landmarks
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+
+    def _n_clusters(self) -> int:
+        return 2
+
+    def _set_tree(self, tree: ClusterTree) -> None:
+        super()._set_tree(tree)
+        root = tree.root
+        rule = root.rule
+        self.coef_ = None if rule is None else rule.coef
+        self.support_ = None if rule is None else rule.support
+        sigma2 = root.params.get("sigma2", np.nan)
+        self.sigma2_ = float(sigma2) if self.metric == "gaussian" else float("nan")
+        self.solver_ = root.params.get("solver")
+        self.separation_ = float(root.stats.get("separation", np.nan))
+        self.eigengap_ = float(root.stats.get("eigengap", np.nan))
+        self.disparity_cut_ = float(root.stats.get("disparity_cut", np.nan))
+
+    def decision_function(self, X):
+        """f(x) = Σ_j coef_j m(x, s_j) (eq. 2.1): >= 0 for label 1; its absolute value is the distance of d(x) to
+        the hyperplane in units of ‖w‖ (§2.8). Zero everywhere when the rows could not be split."""
+        check_is_fitted(self)
+        rule = self.tree_.root.rule if not self.tree_.root.is_leaf else None
+        if is_chunked_input(X):
+            arr = as_dask_array(X, storage_options=self.storage_options)
+            if rule is None:
+                return da.zeros(arr.shape[0], chunks=arr.chunks[0])
+            return arr.map_blocks(_chunk_decision, rule.to_dict(), drop_axis=1, dtype=np.float64)
+        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
+        return np.zeros(X.shape[0]) if rule is None else rule.decision_function(X)
+
+
+def _chunk_decision(x: np.ndarray, rule: dict) -> np.ndarray:
+    out = np.full(x.shape[0], np.nan)
+    finite = np.isfinite(x).all(axis=1)
+    out[finite] = KernelExpansionRule.from_dict(rule).decision_function(x[finite])
+    return out
+
+
+__all__ = ["MSC", "MSCClustering"]

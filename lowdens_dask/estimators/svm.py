@@ -11,13 +11,13 @@ JMLR 2 (2001). The algorithms are :mod:`lowdens_dask.pursuit.svm_relabel`.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._warnings import warn
 from ..backend import as_dask_array
 from ..pursuit.svm_relabel import (
     GAMMA_RULES,
@@ -320,12 +320,10 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
                 for child, part in zip(node.children, (rows[~side], rows[side])):
                     leaves[child] = part
         if len(leaves) < self.n_clusters:
-            warnings.warn(
+            warn(
                 f"Only {len(leaves)} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf has "
                 f"a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "
-                "weight on each side.",
-                UserWarning,
-                stacklevel=4,
+                "weight on each side."
             )
         self.tree_ = tree
         self.n_clusters_ = len(leaves)

@@ -30,12 +30,13 @@ Two solvers:
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+from .._warnings import warn
 
 #: Distances between rows (``metric``): the metric of the Gaussian kernel exp(-‖x-y‖²/σ²) (eq. 2.3), or ‖x-y‖.
 METRICS = ("gaussian", "euclidean")
@@ -47,6 +48,8 @@ BLOCK_ROWS = 2048
 DENSE_MAX = 500
 #: An eigenvalue of D above this fraction of the Perron eigenvalue counts as positive (§2.2 caveat, §3.6).
 CND_RTOL = 1e-8
+#: Lanczos steps of the matrix-free check for a second positive eigenvalue of D (a lower bound: it proves one).
+CND_STEPS = 30
 #: Rows sampled for the median heuristic of σ² (all pairs of at most this many distinct rows).
 MEDIAN_ROWS = 2000
 
@@ -56,17 +59,20 @@ class MSCSolution(NamedTuple):
 
     coef: np.ndarray  #: w over the support rows: f(x) = Σ_j coef_j m(x, s_j)
     f: np.ndarray  #: f at the rows the split was fitted on (signed distances, eq. 2.2)
-    separation: float  #: Σ_i c_i f(x_i)², the sum-of-squared separation distance (eq. 2.4)
+    separation: float  #: Σ_i c_i f(x_i)² with f from ``coef``: the sum-of-squared separation distance (eq. 2.4)
     eigengap: float  #: relative gap between the top two eigenvalues of the constrained problem (NaN if unknown)
     n_positive: int  #: positive eigenvalues of D (1 for a conditionally negative definite D; -1 if not checked)
 
 
 # ---------------------------------------------------------------------------------------------------- features
 def _squared_distances(A: np.ndarray, B: np.ndarray, b2: np.ndarray | None = None) -> np.ndarray:
-    a2 = np.einsum("ij,ij->i", A, A)
+    """‖a_i - b_j‖² as |a|² + |b|² - 2a·b (one product, updated in place), clipped at 0."""
     if b2 is None:
         b2 = np.einsum("ij,ij->i", B, B)
-    r2 = a2[:, None] + b2[None, :] - 2.0 * (A @ B.T)
+    r2 = A @ B.T
+    r2 *= -2.0
+    r2 += np.einsum("ij,ij->i", A, A)[:, None]
+    r2 += b2[None, :]
     np.maximum(r2, 0.0, out=r2)
     return r2
 
@@ -176,13 +182,11 @@ def count_positive_eigenvalues(D: np.ndarray, rtol: float = CND_RTOL) -> int:
 def warn_if_not_cnd(n_positive: int, n: int) -> None:
     """The §3.6 warning: D with more than one positive eigenvalue is not conditionally negative definite."""
     if n_positive > 1:
-        warnings.warn(
+        warn(
             f"MSC: the distance matrix of the {n} rows has {n_positive} positive eigenvalues, so it is not "
             "conditionally negative definite (the metric is not Euclidean-embeddable, seed-msc §2.2): the split is "
             "still the maximal separation hyperplane (Theorem 2.1), but not every bi-partition is separable and "
-            "the α₃ solution uses the general rule argmax_(k>=2) λ_k².",
-            UserWarning,
-            stacklevel=3,
+            "the α₃ solution uses the general rule argmax_(k>=2) λ_k²."
         )
 
 
@@ -201,7 +205,8 @@ def disparity_cut(D: np.ndarray, side: np.ndarray, beta: np.ndarray | None = Non
     size_a, size_b = float(np.sum(c * b**2 * side)), float(np.sum(c * b**2 * ~side))
     if size_a == 0 or size_b == 0:
         return float("nan")
-    Da, Db = D @ a_in, D @ a_out
+    Da = np.asarray(D @ a_in.astype(D.dtype), dtype=np.float64)  # (a float32 D is not copied)
+    Db = np.asarray(D @ a_out.astype(D.dtype), dtype=np.float64)
     cut_ab, cut_aa, cut_bb = float(a_out @ Da), float(a_in @ Da), float(a_out @ Db)
     return 2.0 * cut_ab - size_b / size_a * cut_aa - size_a / size_b * cut_bb
 
@@ -236,7 +241,8 @@ def _constrained_top_dense(A: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, fl
     g = _unit(g)
     Ag = A @ g
     M = A - np.outer(g, Ag) - np.outer(Ag, g) + (g @ Ag) * np.outer(g, g)
-    lam, V = eigh(0.5 * (M + M.T))
+    n = M.shape[0]
+    lam, V = eigh(0.5 * (M + M.T), subset_by_index=(max(n - 2, 0), n - 1))
     v = V[:, -1] - g * (g @ V[:, -1])
     gap = (lam[-1] - lam[-2]) / lam[-1] if lam.size > 1 and lam[-1] > 0 else float("nan")
     return _unit(v), float(lam[-1]), float(gap)
@@ -260,11 +266,33 @@ def _eigsh(op: LinearOperator, k: int, which: str, v0: np.ndarray, tol: float):
     except ArpackNoConvergence as exc:
         if exc.eigenvalues.size == 0:
             raise
-        warnings.warn(f"MSC: the eigensolver did not converge ({exc}); using its last iterate.", UserWarning, 3)
+        warn(f"MSC: the eigensolver did not converge ({exc}); using its last iterate.")
         lam, V = exc.eigenvalues, exc.eigenvectors
     key = np.abs(lam) if which == "LM" else lam
     order = np.argsort(key)[::-1]
     return lam[order], V[:, order]
+
+
+def _ritz_values(op, v0: np.ndarray, steps: int) -> np.ndarray:
+    """Ritz values of the symmetric ``op`` on the Krylov space of ``v0`` (``steps`` products, fully
+    re-orthogonalised): each lies inside the spectrum, so the largest is a lower bound of the largest eigenvalue."""
+    n = v0.shape[0]
+    steps = min(steps, n)
+    Q = np.zeros((n, steps))
+    AQ = np.zeros((n, steps))
+    q = v0 / np.linalg.norm(v0)
+    for j in range(steps):
+        Q[:, j] = q
+        AQ[:, j] = op(q)
+        w = AQ[:, j] - Q[:, : j + 1] @ (Q[:, : j + 1].T @ AQ[:, j])
+        w -= Q[:, : j + 1] @ (Q[:, : j + 1].T @ w)
+        norm = np.linalg.norm(w)
+        if norm < 1e-12 * np.linalg.norm(AQ[:, j]):
+            Q, AQ = Q[:, : j + 1], AQ[:, : j + 1]
+            break
+        q = w / norm
+    T = Q.T @ AQ
+    return np.linalg.eigvalsh(0.5 * (T + T.T))
 
 
 def _operator(n: int, fn) -> LinearOperator:
@@ -280,17 +308,17 @@ def msc_exact(
     dense_max: int = DENSE_MAX,
     tol: float = 1e-10,
     random_state: int | None = 0,
-    overwrite: bool = False,
 ) -> MSCSolution:
     """The MSC split of n distinct rows from their distance matrix D (Definition 2.1, Theorem 2.1).
 
-    ``weights`` are row multiplicities c > 0 (default 1): MSC on D̃ = C^½DC^½ (module docstring). The support of
-    the solution is the n rows themselves. Up to ``dense_max`` rows the eigenproblems are solved densely;
-    above, by Lanczos on the matrix-free operator z -> P D̃ (D̃ (P z)) (α₁, α₂; P projects out the constraint
-    D̃α̃) or z -> P D̃ P z (α₃; P projects out the Perron vector), so the memory is D alone. ``check_cnd`` counts
-    the positive eigenvalues of D and warns when there are more than one (§3.6); above ``dense_max`` rows it
-    asks Lanczos for the second largest eigenvalue of D too. D may be float32 (products in float32).
-    ``overwrite`` lets D be scaled in place by C^½.
+    ``weights`` are row multiplicities c > 0 (default 1): MSC on D̃ = C^½DC^½ (module docstring), applied as
+    z -> C^½(D(C^½z)) so D is neither copied nor changed. The support of the solution is the n rows themselves.
+    Up to ``dense_max`` rows the eigenproblems are solved densely; above, by Lanczos on the matrix-free operator
+    z -> P D̃ (D̃ (P z)) (α₁, α₂; P projects out the constraint vector D̃α̃) or z -> P D̃ P z (α₃; P projects out
+    the Perron vector, §2.9), so the memory is D alone. ``check_cnd`` counts the positive eigenvalues of D and
+    warns when there are more than one (§3.6); above ``dense_max`` rows the count is a lower bound, from
+    ``CND_STEPS`` Lanczos steps on D̃ with the Perron vector projected out (the eigenvalues of D next to 0 are
+    too clustered for Lanczos to converge to the second largest one). D may be float32 (products in float32).
     """
     _check_weight(weight)
     n = D.shape[0]
@@ -302,37 +330,38 @@ def msc_exact(
     if c.shape != (n,) or not np.all(c > 0) or not np.all(np.isfinite(c)):
         raise ValueError("MSC: the weights must be finite and positive, one per row of D.")
     s = np.sqrt(c / c.max())
-    Dt = D if overwrite else D.copy()
-    if weights is not None:
-        Dt *= s[:, None].astype(Dt.dtype)
-        Dt *= s[None, :].astype(Dt.dtype)
     n_positive = -1
-    if n <= dense_max:
-        Dt = np.asarray(Dt, dtype=np.float64)
-        lam, V = eigh(Dt)
+    if n <= max(dense_max, 3):
+        Dt = np.asarray(D, dtype=np.float64) * s[:, None] * s[None, :]
+        lam = eigh(Dt, eigvals_only=True) if check_cnd or weight == "alpha3" else None
         if check_cnd:
             n_positive = int(np.sum(lam > CND_RTOL * max(lam[-1], 0.0)))
-        p = V[:, -1] * np.sign(V[:, -1].sum() or 1.0)
         if weight == "alpha3":  # §2.9: w* = u_k, k = argmax_(k>=2) λ_k² (the most negative λ when D is CND)
             sq = lam[:-1] ** 2
             order = np.argsort(sq)[::-1]
-            v = V[:, order[0]]
+            v = eigh(Dt, subset_by_index=(order[0], order[0]))[1][:, 0]
             gap = (sq[order[0]] - sq[order[1]]) / sq[order[0]] if n > 2 and sq[order[0]] > 0 else float("nan")
         else:
-            A = (V * lam**2) @ V.T
+            A = Dt @ Dt
             g = Dt @ s if weight == "alpha1" else A @ s  # D̃ c^½ (α₁) and D̃² c^½ (α₂)
             v, _, gap = _constrained_top_dense(A, g)
         f = Dt @ v
     else:
         rng = np.random.default_rng(random_state)
+        s_d = s.astype(D.dtype)
 
         def matvec(Z):
-            return np.asarray(Dt @ np.asarray(Z, dtype=Dt.dtype), dtype=np.float64)
+            Z = np.asarray(Z, dtype=D.dtype)
+            if Z.ndim == 1:
+                return np.asarray(s_d * (D @ (s_d * Z)), dtype=np.float64)
+            return np.asarray(s_d[:, None] * (D @ (s_d[:, None] * Z)), dtype=np.float64)
 
-        lam_top, P_top = _eigsh(_operator(n, matvec), 2 if check_cnd else 1, "LA", rng.normal(size=n), tol)
+        lam_top, P_top = _eigsh(_operator(n, matvec), 1, "LA", rng.normal(size=n), tol)
         p = P_top[:, 0] * np.sign(P_top[:, 0].sum() or 1.0)
-        if check_cnd:
-            n_positive = 1 + int(lam_top[1] > CND_RTOL * lam_top[0])
+        if check_cnd:  # a Ritz value of P D̃ P above the tolerance proves a second positive eigenvalue
+            project = _projector(p)
+            ritz = _ritz_values(lambda Z: project(matvec(project(Z))), project(rng.normal(size=n)), CND_STEPS)
+            n_positive = 1 + int(np.sum(ritz > CND_RTOL * lam_top[0]))
         if weight == "alpha3":
             project = _projector(p)
 
@@ -359,7 +388,7 @@ def msc_exact(
         warn_if_not_cnd(n_positive, n)
     v = _unit(v)
     f_true = f / s  # f at the rows: D C^½ v = C^-½ D̃ v
-    separation = float(c.max() * np.sum(c * f_true**2))  # the unit-norm w over the repeated rows
+    separation = float(np.sum(c * f_true**2))
     return MSCSolution(s * v, f_true, separation, float(gap), n_positive)
 
 

@@ -111,8 +111,8 @@ class NearestCentreRule(SplitRule):
 
 #: Kernels of :class:`KernelExpansionRule`, as functions of the squared distance r2 and the width gamma.
 EXPANSION_KERNELS = ("rbf", "rbf-distance", "euclidean")
-#: Rows per block when a kernel expansion is evaluated (bounds the block of kernel values in memory).
-EXPANSION_BLOCK_ROWS = 4096
+#: Kernel values per block when a kernel expansion is evaluated (rows x support rows; 32 MB as float64).
+EXPANSION_BLOCK_VALUES = 2**22
 
 
 class KernelExpansionRule(SplitRule):
@@ -141,15 +141,16 @@ class KernelExpansionRule(SplitRule):
         self.scale = None if scale is None else np.asarray(scale, dtype=np.float64).ravel()
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        """f(x) for each row of X (blocks of ``EXPANSION_BLOCK_ROWS`` rows)."""
+        """f(x) for each row of X (in blocks of rows holding at most ``EXPANSION_BLOCK_VALUES`` kernel values)."""
         X = np.asarray(X, dtype=np.float64)
         S = self.support
         if self.scale is not None:
             X, S = X / self.scale, S / self.scale
         s2 = np.einsum("ij,ij->i", S, S)
         out = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], EXPANSION_BLOCK_ROWS):
-            block = X[start : start + EXPANSION_BLOCK_ROWS]
+        step = max(1, EXPANSION_BLOCK_VALUES // max(1, S.shape[0]))
+        for start in range(0, X.shape[0], step):
+            block = X[start : start + step]
             r2 = np.einsum("ij,ij->i", block, block)[:, None] + s2[None, :] - 2.0 * (block @ S.T)
             np.maximum(r2, 0.0, out=r2)
             if self.kernel == "rbf":
