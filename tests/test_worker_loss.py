@@ -31,7 +31,14 @@ SUMMARY_MOMENTS = [
     ("store-map-", 10),  # labelling pass: half the labels written
     ("store-map-", 19),  # labelling pass: the last chunk written
 ]
-EXACT_MOMENTS = [("lowdens-chunk_stats-", 2), ("lowdens-project-", 40), ("lowdens-route-", 3)]
+#: (task name prefix, occurrence, max_node_bytes): passes over the chunks (0), and a node gathered to a worker.
+EXACT_MOMENTS = [
+    ("lowdens-chunk_stats-", 2, 0),
+    ("lowdens-project-", 40, 0),
+    ("lowdens-route-", 3, 0),
+    ("lowdens-node-rows-", 1, "auto"),
+    ("lowdens-split-node-", 2, "auto"),
+]
 
 
 class Cluster:
@@ -92,8 +99,8 @@ def fit_summary(store, labels_path):
     return np.asarray(model.labels_)
 
 
-def fit_exact(X):
-    return DePDDP(n_clusters=3, mode="exact").fit(X).labels_.compute()
+def fit_exact(X, max_node_bytes):
+    return DePDDP(n_clusters=3, mode="exact", max_node_bytes=max_node_bytes).fit(X).labels_.compute()
 
 
 def run(cluster, fit, pattern, occurrence):
@@ -126,10 +133,10 @@ def exact_data():
     return da.from_array(X, chunks=(5000, 4))
 
 
-@pytest.mark.parametrize("pattern, occurrence", EXACT_MOMENTS)
-def test_exact_fit_survives_a_worker_kill(cluster, exact_data, pattern, occurrence):
-    expected, baseline = run(cluster, lambda: fit_exact(exact_data), "none", 0)
-    labels, killer = run(cluster, lambda: fit_exact(exact_data), pattern, occurrence)
+@pytest.mark.parametrize("pattern, occurrence, max_node_bytes", EXACT_MOMENTS)
+def test_exact_fit_survives_a_worker_kill(cluster, exact_data, pattern, occurrence, max_node_bytes):
+    expected, baseline = run(cluster, lambda: fit_exact(exact_data, max_node_bytes), "none", 0)
+    labels, killer = run(cluster, lambda: fit_exact(exact_data, max_node_bytes), pattern, occurrence)
     assert killer.killed is not None, f"no task matching {pattern!r} finished {occurrence + 1} times"
     assert killer.redone - baseline.redone, "the kill cost no recomputation: nothing was lost"
     np.testing.assert_array_equal(labels, expected)

@@ -260,6 +260,7 @@ def _node_rows(x: np.ndarray, path: tuple) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _apply_to_block(fn: Callable, x: np.ndarray, path: tuple, args: tuple):
+    large_allocations_from_the_heap()
     return fn(x, path, *args)
 
 
@@ -287,6 +288,7 @@ def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray) -> np.ndarray:
 
 
 def _chunk_project(x: np.ndarray, path: tuple, U: np.ndarray, offset: np.ndarray):
+    large_allocations_from_the_heap()
     rows, _ = _node_rows(x, path)
     return np.ascontiguousarray((rows @ U - offset).T), np.ones(rows.shape[0])
 
@@ -396,7 +398,30 @@ class PassCounter:
 
 def _gather_node_rows(path: tuple, *blocks) -> InMemoryData:
     """The node's finite rows of every chunk, in row order, as float64 rows in memory (a task on one worker)."""
+    large_allocations_from_the_heap()
     return InMemoryData(np.concatenate([_node_rows(x, path)[0] for x in blocks]))
+
+
+#: glibc's mallopt parameters M_TRIM_THRESHOLD and M_MMAP_THRESHOLD, and the values set for them.
+_MALLOPT = ((-1, 256 * 2**20), (-3, 64 * 2**20))
+
+
+@functools.cache
+def large_allocations_from_the_heap() -> bool:
+    """Let glibc serve arrays of up to 64 MB from the heap and keep up to 256 MB of freed heap (once per process).
+
+    Dask's workers start with ``MALLOC_TRIM_THRESHOLD_=65536``, which also freezes glibc's mmap threshold at
+    128 KiB: every array above that is mapped and unmapped, and its pages faulted in again, on each allocation.
+    An in-memory pursuit allocates a few arrays of n floats per objective evaluation; on a worker that doubled
+    the time of a split (measured: 5.1 s against 2.3 s at n = 200,000). Returns whether the settings were made
+    (glibc only)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        return all(libc.mallopt(param, value) == 1 for param, value in _MALLOPT)
+    except (OSError, AttributeError):  # not glibc
+        return False
 
 
 def default_max_node_bytes() -> float:

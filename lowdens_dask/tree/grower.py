@@ -34,6 +34,7 @@ import dask
 import numpy as np
 from dask.base import tokenize
 
+from ..backend.chunked import large_allocations_from_the_heap
 from ..backend.frame import Frame
 from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
@@ -294,6 +295,8 @@ def _split_from_start(method: str, data, params: dict, min_size: float, start: i
     small to split. A plain function: it runs on workers."""
     if data.n_samples < 2 or data.total_weight < 2 * min_size:
         return None
+    if not data.chunked:  # on a Dask worker, arrays of n floats are allocated at every evaluation
+        large_allocations_from_the_heap()
     return find_hyperplane(method, data, min_size=min_size, start=start, **params)
 
 
