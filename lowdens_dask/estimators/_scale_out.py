@@ -151,7 +151,8 @@ def record_passes(est, counter: PassCounter) -> None:
 
 
 def max_node_bytes(est) -> float:
-    """The estimator's ``max_node_bytes`` resolved: "auto" is :func:`~lowdens_dask.backend.chunked.default_max_node_bytes`."""
+    """The estimator's ``max_node_bytes``, with "auto" resolved by
+    :func:`~lowdens_dask.backend.chunked.default_max_node_bytes`."""
     value = getattr(est, "max_node_bytes", 0.0)
     return default_max_node_bytes() if isinstance(value, str) and value == "auto" else float(value)
 

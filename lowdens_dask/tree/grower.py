@@ -11,8 +11,9 @@ rows are literal tasks in the graph, which any worker can rebuild.
 
 Exact mode on chunked rows: a node whose rows take at most ``max_node_bytes`` (as float64) is gathered to one
 worker and split there by the in-memory path, its restarts as parallel tasks (and, when ``rank`` needs every
-leaf's split, the two children of each split at once); larger nodes are split by passes over their chunks. Each split computed is logged (``lowdens_dask``
-loggers, INFO): the node, its size, the index value, the time and the passes over the rows.
+leaf's split, the two children of each split at once); larger nodes are split by passes over their chunks.
+Each split computed is logged (``lowdens_dask`` loggers, INFO): the node, its size, the index value, the time
+and the passes over the rows.
 
 When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
 leaf that ``rank`` prefers with the best hyperplane found for it, moved to the mean of the leaf along its
@@ -263,8 +264,8 @@ def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> No
     """Split the given leaves at once, each restart of each leaf a named Dask task.
 
     Chunked leaves enter the graph as the task that gathers their rows from the chunks (one worker holds
-    them; the restarts run there or next to it). In-memory leaves' rows enter the graph once, as a literal task (``lowdens-node-data-<id>-<token>``) that
-    its restarts depend on. On a distributed cluster the scheduler can rebuild it on any worker, so
+    them; the restarts run there or next to it). In-memory leaves' rows enter the graph once, as a literal
+    task (``lowdens-node-data-<id>-<token>``) that its restarts depend on. On a distributed cluster the scheduler can rebuild it on any worker, so
     losing a worker at any moment costs only recomputation (data placed with ``client.scatter`` would be
     lost with the worker that held it).
     """
