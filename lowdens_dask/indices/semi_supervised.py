@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ..kernels.kde import SQRT_2PI, binned_kde_grid, kernel_sums, projection_gradient_weights, weighted_moments
-from .base import Split
+from .base import ProjectionIndex, Split
 from .density import (
     CANDIDATE_MARGIN,
     GRID_STEP,
@@ -174,13 +174,12 @@ class SemiSupervisedDensityIndex(MinimumDensityIndex):
         raise NotImplementedError("The semi-supervised index is evaluated on rows in memory (or summaries).")
 
     def stage_done(self, split: Split) -> bool:
-        return math.isfinite(split.b)
+        """Every stage's split is a candidate: the output is the final stage's (spec §5.9, step 4)."""
+        return ProjectionIndex.stage_done(self, split)
 
     def accept(self, p, w, split, min_size):
-        below = float(w[p < split.b].sum())
-        if min(below, float(w.sum()) - below) < min_size:
-            return None
-        return split.stats
+        """Both sides hold ``min_size``; no relative-depth test (the labels may place b off a density minimum)."""
+        return ProjectionIndex.accept(self, p, w, split, min_size)
 
     @classmethod
     def score(cls, stats: dict) -> float:
