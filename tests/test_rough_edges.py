@@ -2,6 +2,7 @@
 
 import warnings
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -94,3 +95,19 @@ def test_warnings_point_at_the_callers_line():
 def test_cluster_tree_is_importable_for_prediction_only():
     tree = ClusterTree.from_json(MDHClustering(n_clusters=2).fit(rows()).tree_.to_json())
     assert tree.predict(rows()[:5]).shape == (5,)
+
+
+def test_a_group_with_several_arrays_asks_for_the_path_the_estimators_take(tmp_path):
+    """The error names a path that ``fit`` accepts (``store.zarr/X``), not ``array_name``, which no estimator
+    takes; fitting the path it suggests works."""
+    group = zarr.open_group(str(tmp_path / "data.zarr"), mode="w")
+    group.create_array("X", data=rows(), chunks=(100, 3))
+    group.create_array("y", data=np.zeros(300), chunks=(100,))
+    with pytest.raises(ValueError, match="several arrays") as error:
+        MDHClustering(n_clusters=2).fit(str(tmp_path / "data.zarr"))
+    message = str(error.value)
+    assert "array_name" not in message
+    suggested = message.split("for example ")[1].strip(".'\"")
+    with dask.config.set(scheduler="threads"):
+        model = MDHClustering(n_clusters=2).fit(suggested)
+    assert model.labels_.shape == (300,)
