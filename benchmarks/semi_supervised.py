@@ -26,7 +26,6 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-
 from _common import RESULTS_DIR, command_line, markdown_table, write_markdown
 
 METHODS = ("MDHClassifier", "LabelSpreading", "LabelSpreading-knn", "SelfTraining-SVC", "LinearSVC-labelled")

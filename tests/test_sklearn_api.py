@@ -4,25 +4,25 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from lowdens_dask import (
     IPDDP,
-    MSC,
-    MDHClassifier,
-    MSCClustering,
-    SupportVectorClustering,
-    SVMRelabelClustering,
     LMSC,
-    SCPP,
-    SCPPClustering,
     MCH,
     MDH,
+    MSC,
     PDDP,
+    SCPP,
     DePDDP,
     MCClustering,
     MCProjection,
+    MDHClassifier,
     MDHClustering,
     MDHProjection,
+    MSCClustering,
     NCutClustering,
     NCutH,
     NCutProjection,
+    SCPPClustering,
+    SupportVectorClustering,
+    SVMRelabelClustering,
 )
 
 #: Why the variance-ratio estimators fail the weighted-versus-repeated check (a property of the method, like

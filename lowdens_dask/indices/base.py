@@ -31,7 +31,6 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-
 #: Chunked projections with at most this many values (rows x directions, 512 MB as float64) are gathered to the
 #: client for an evaluation: one pass for ``X @ V``, the in-memory evaluation, one pass for ``X.T @ G``.
 GATHER_MAX_VALUES = 2**26
