@@ -6,6 +6,7 @@ import platform
 import shlex
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -156,3 +157,41 @@ def load_anchors(name: str = "ppci-bundled.csv") -> dict[tuple[str, str], dict]:
             (row["dataset"], row["method"]): {k: float(row[k]) for k in ("seconds", "ARI", "V")}
             for row in csv.DictReader(fh)
         }
+
+
+class PeakRSS:
+    """Sum of the RSS of this process and its children (scheduler, nannies, workers), sampled every ``interval``
+    seconds while the ``with`` block runs; ``peak`` holds the largest sum."""
+
+    def __init__(self, interval: float = 0.2):
+        import psutil
+
+        self._psutil = psutil
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> int:
+        me = self._psutil.Process()
+        total = me.memory_info().rss
+        for child in me.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except self._psutil.NoSuchProcess:
+                pass
+        return total
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._sample())
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self.peak = self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()

@@ -36,13 +36,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from _common import RESULTS_DIR, PeakRSS, command_line, fmt, markdown_table, write_markdown
 from scipy import stats
 from scipy.linalg import eigh
 from scipy.spatial.distance import cdist
@@ -381,42 +380,6 @@ def digits_section() -> str:
 
 
 # --------------------------------------------------------------------------------------------- 3. scale
-class PeakRSS:
-    """Sum of the RSS of this process and its children, sampled every 0.1 s."""
-
-    def __init__(self):
-        import psutil
-
-        self._psutil = psutil
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self) -> int:
-        me = self._psutil.Process()
-        total = me.memory_info().rss
-        for child in me.children(recursive=True):
-            try:
-                total += child.memory_info().rss
-            except self._psutil.NoSuchProcess:
-                pass
-        return total
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._sample())
-            time.sleep(0.1)
-
-    def __enter__(self):
-        self.peak = self._sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-
 def child(kind: str, n: int, repeats: int) -> dict:
     """One measurement, in a fresh process (prints JSON)."""
     from lowdens_dask.pursuit.msc import distance_matrix, median_sigma2, msc_exact
@@ -427,7 +390,7 @@ def child(kind: str, n: int, repeats: int) -> dict:
         X, y = two_classes(n)
         s2 = median_sigma2(X)
         times_d, times_s = [], []
-        with PeakRSS() as rss:
+        with PeakRSS(interval=0.1) as rss:
             for _ in range(repeats):
                 t = time.perf_counter()
                 D = distance_matrix(X - X.mean(axis=0), gamma=1 / s2, dtype=np.dtype(dtype))
@@ -446,7 +409,7 @@ def child(kind: str, n: int, repeats: int) -> dict:
     elif kind in ("exact", "landmarks"):  # the estimator in memory
         X, y = two_classes(n)
         times = []
-        with PeakRSS() as rss:
+        with PeakRSS(interval=0.1) as rss:
             for _ in range(repeats):
                 t = time.perf_counter()
                 model = MSC(solver=kind, random_state=0).fit(X)
@@ -475,7 +438,7 @@ def child(kind: str, n: int, repeats: int) -> dict:
                 out["plain_pass_s"] = time.perf_counter() - t
                 MSCClustering(n_clusters=2, random_state=0).fit(da.from_zarr(path)[:2000]).labels_.compute()
                 times = []
-                with PeakRSS() as rss:
+                with PeakRSS(interval=0.1) as rss:
                     for _ in range(repeats):
                         t = time.perf_counter()
                         model = MSCClustering(n_clusters=2, random_state=0).fit(path)

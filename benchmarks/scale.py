@@ -31,15 +31,13 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import dask.array as da
 import numpy as np
-import psutil
 import zarr
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from _common import RESULTS_DIR, PeakRSS, command_line, fmt, markdown_table, write_markdown
 from distributed import Client, LocalCluster, get_task_stream
 from sklearn.metrics import adjusted_rand_score
 
@@ -73,39 +71,6 @@ def generate(path: Path, n: int, seed: int = 0) -> None:
         labels = chunk_rng.choice(K, size=m, p=weights)
         X[start : start + m] = (centres[labels] + chunk_rng.standard_normal((m, D), dtype=np.float32)).astype("f4")
         y[start : start + m] = labels
-
-
-class PeakRSS:
-    """Sum of RSS over this process and its children (scheduler, nannies, workers), every 0.2 s."""
-
-    def __init__(self):
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self) -> int:
-        me = psutil.Process()
-        total = me.memory_info().rss
-        for child in me.children(recursive=True):
-            try:
-                total += child.memory_info().rss
-            except psutil.NoSuchProcess:
-                pass
-        return total
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._sample())
-            time.sleep(0.2)
-
-    def __enter__(self):
-        self.peak = self._sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 def passes(task_stream, n_chunks: int) -> float:
