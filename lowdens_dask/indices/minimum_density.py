@@ -186,8 +186,6 @@ class MinimumDensityIndex(_KernelDensityIndex):
         return stats if stats is not None and stats["relative_depth"] > 0 else None
 
     def accept_chunked(self, proj, splits, min_size):
-        if splits[0].detail[2] is None:  # evaluated on gathered projections: accept them the same way
-            return ProjectionIndex.accept_chunked(self, proj, splits, min_size)
         return [
             s if s is not None and s["relative_depth"] > 0 else None
             for s in super().accept_chunked(proj, splits, min_size)
