@@ -1,22 +1,26 @@
-"""Scale benchmark: a summary-mode divisive estimator end to end from zarr on a 2-process LocalCluster.
+"""Scale benchmark: a summary-mode divisive estimator end to end from zarr on a LocalCluster, with the time of
+each step and strong scaling over the number of workers.
 
 The estimator is ``lowdens_dask.METHODS[--method].clustering`` (default ``mdh``: MDHClustering), constructed
 as ``(n_clusters=16, random_state=0, labels_store=...)`` at its other defaults; the warm-up fit uses it too.
 
 Data: a float32 mixture of K = 16 Gaussians in d = 32 (centres ~ N(0, 3^2 I), identity covariances,
 weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr store (zstd,
-125 000-row chunks) so it is never whole in memory. For each n:
+125 000-row chunks) so it is never whole in memory. For each n and each number of workers (``--workers``; a
+LocalCluster of that many single-thread worker processes):
 
 - the end-to-end fit (zarr in, labels written to zarr) after the cluster has started and the kernels
   are compiled (start-up reported separately), against one plain Dask pass ``(X @ v).sum()`` over the
   same array measured in the same run;
+- the fit's steps, from the estimator's ``timings_``: pass 1 (the summarising pass), the tree grown on the
+  client from the microclusters, and pass 2 (labelling every row and writing the labels);
 - peak RSS summed over the client, the scheduler and the workers, sampled every 0.2 s;
 - the number of full passes over the data (zarr chunk reads / number of chunks);
 - ARI against the truth;
 - with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
-    python benchmarks/scale.py [--method mdh] [--param NAME=VALUE ...] [--n 1e6,1e7] [--peers] [--workdir DIR]
-                               [--output FILE]
+    python benchmarks/scale.py [--method mdh] [--param NAME=VALUE ...] [--n 1e6,1e7] [--workers 2] [--peers]
+                               [--workdir DIR] [--output FILE]
 
 The default output is ``benchmarks/results/scale.md`` for mdh and ``benchmarks/results/scale-<method>.md``
 otherwise.
@@ -54,6 +58,8 @@ FIT_REPEATS = 3
 REPEAT_MAX_N = 10**7
 #: In-memory peers need the whole array (and several copies) in RAM: not at 10^8 on 24 GB.
 PEERS_MAX_N = 10**7
+#: The steps of a summary-mode fit, as the estimator's ``timings_`` names them.
+STEPS = ("summary_pass", "tree", "label_pass")
 
 
 def generate(path: Path, n: int, seed: int = 0) -> None:
@@ -78,11 +84,8 @@ def passes(task_stream, n_chunks: int) -> float:
     return reads / n_chunks
 
 
-def run_scale(client, workdir: Path, n: int, peers: bool, estimator) -> dict:
-    path = workdir / f"mixture_{n}.zarr"
-    t = time.perf_counter()
-    generate(path, n)
-    gen_time = time.perf_counter() - t
+def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator) -> dict:
+    """Time one plain pass and the fit over the zarr mixture at ``path`` on the client's cluster."""
     n_chunks = -(-n // CHUNK)
     X = da.from_zarr(str(path / "X"))
     v = np.random.default_rng(1).normal(size=D).astype("f4")
@@ -93,24 +96,24 @@ def run_scale(client, workdir: Path, n: int, peers: bool, estimator) -> dict:
         (X @ v).sum().compute()
         plain.append(time.perf_counter() - t)
     labels_path = workdir / f"labels_{n}.zarr"
-    fits = []
-    for r in range(repeats):  # memory and passes from the first fit, the time as the median
+    fits, steps = [], []
+    for r in range(repeats):  # memory and passes from the first fit, the times as medians
         shutil.rmtree(labels_path, ignore_errors=True)
         with PeakRSS() as rss_r, get_task_stream(client) as ts_r:
             t = time.perf_counter()
             model = estimator(n_clusters=K, random_state=0, labels_store=str(labels_path)).fit(str(path / "X"))
             fits.append(time.perf_counter() - t)
+        steps.append(model.timings_)
         if r == 0:
             rss, ts = rss_r, ts_r
-    fit_time = statistics.median(fits)
     y_true = zarr.open_array(str(path / "y"), mode="r")[:]
     labels = zarr.open_array(str(labels_path), mode="r")[:]
     row = {
         "n": n,
-        "generate_s": gen_time,
+        "workers": len(client.scheduler_info()["workers"]),
         "plain_pass_s": statistics.median(plain),
-        "fit_s": fit_time,
-        "ratio": fit_time / statistics.median(plain),
+        "fit_s": statistics.median(fits),
+        **{f"{step}_s": statistics.median(run[step] for run in steps) for step in STEPS},
         "repeats": repeats,
         "peak_rss_gb": rss.peak / 1e9,
         "passes": passes(ts.data, n_chunks),
@@ -130,9 +133,23 @@ def run_scale(client, workdir: Path, n: int, peers: bool, estimator) -> dict:
             row[f"{name}_ari"] = adjusted_rand_score(y_true, est.labels_)
             row[f"{name}_rss_gb"] = prss.peak / 1e9
         del Xm
-    shutil.rmtree(path, ignore_errors=True)
     shutil.rmtree(labels_path, ignore_errors=True)
     return row
+
+
+def start_cluster(workers: int, workdir: Path, estimator):
+    """A LocalCluster of single-thread worker processes, with the kernels compiled by a warm-up fit:
+    ``(cluster, client, start-up s, warm-up s)``."""
+    t = time.perf_counter()
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster)
+    startup = time.perf_counter() - t
+    t = time.perf_counter()
+    warm = workdir / "warm.zarr"
+    generate(warm, 2 * CHUNK)
+    estimator(n_clusters=4, random_state=0).fit(str(warm / "X")).labels_.compute()
+    shutil.rmtree(warm, ignore_errors=True)
+    return cluster, client, startup, time.perf_counter() - t
 
 
 def main(argv=None):
@@ -144,6 +161,8 @@ def main(argv=None):
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="another estimator parameter (a Python literal; repeatable), e.g. min_side=0")
     parser.add_argument("--n", default="1e6,1e7")
+    parser.add_argument("--workers", default="2",
+                        help="comma-separated numbers of single-thread worker processes, e.g. 1,2 (default 2)")
     parser.add_argument("--peers", action="store_true")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--output", default=None,
@@ -164,53 +183,60 @@ def main(argv=None):
         estimator.__name__ = METHODS[args.method].clustering.__name__
     output = args.output or str(RESULTS_DIR / ("scale.md" if name == "mdh" else f"scale-{name}.md"))
     sizes = [int(float(s)) for s in args.n.split(",") if s]
+    worker_counts = [int(w) for w in args.workers.split(",") if w]
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="lowdens-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
 
-    parts = []
-    t = time.perf_counter()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(
-        cluster
-    ) as client:
-        startup = time.perf_counter() - t
+    results, startups = [], []
+    for n in sizes:
+        path = workdir / f"mixture_{n}.zarr"
         t = time.perf_counter()
-        warm = workdir / "warm.zarr"
-        generate(warm, 2 * CHUNK)
-        estimator(n_clusters=4, random_state=0).fit(str(warm / "X")).labels_.compute()
-        compile_time = time.perf_counter() - t
-        shutil.rmtree(warm, ignore_errors=True)
-        print(f"cluster start {startup:.1f} s, warm-up (compile) {compile_time:.1f} s", file=sys.stderr)
-        results = []
-        for n in sizes:
-            print(f"n = {n:.0e} ...", file=sys.stderr)
-            results.append(run_scale(client, workdir, n, args.peers, estimator))
+        generate(path, n)
+        print(f"n = {n:.0e}: generated in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        for workers in worker_counts:
+            cluster, client, startup, compile_time = start_cluster(workers, workdir, estimator)
+            startups.append((workers, startup, compile_time))
+            try:
+                results.append(run_scale(client, path, workdir, n, args.peers and workers == worker_counts[-1], estimator))
+            finally:
+                client.close()
+                cluster.close()
             print(results[-1], file=sys.stderr)
+        shutil.rmtree(path, ignore_errors=True)
 
-    header = ["n", "microclusters", "leaves", "runs", "fit end to end (s, median)", "plain pass (s, median)",
-              "fit / pass", "peak RSS (GB)", "passes", "ARI"]
-    rows = [[f"{r['n']:.0e}", r["microclusters"], r["leaves"], r["repeats"], fmt(r["fit_s"], 2),
-             fmt(r["plain_pass_s"], 2), fmt(r["ratio"], 2), fmt(r["peak_rss_gb"], 2), fmt(r["passes"], 2),
-             fmt(r["ari"])] for r in results]
-    parts.append(
+    header = ["n", "workers", "microclusters", "leaves", "runs", "fit end to end (s)", "one pass (s)",
+              "fit / pass", "pass 1 (s)", "tree (s)", "pass 2 (s)", "pass 1 / pass", "tree / pass", "pass 2 / pass",
+              "peak RSS (GB)", "passes", "ARI"]
+    rows = [[f"{r['n']:.0e}", r["workers"], r["microclusters"], r["leaves"], r["repeats"], fmt(r["fit_s"], 2),
+             fmt(r["plain_pass_s"], 2), fmt(r["fit_s"] / r["plain_pass_s"], 2)]
+            + [fmt(r[f"{step}_s"], 2) for step in STEPS]
+            + [fmt(r[f"{step}_s"] / r["plain_pass_s"], 2) for step in STEPS]
+            + [fmt(r["peak_rss_gb"], 2), fmt(r["passes"], 2), fmt(r["ari"])] for r in results]
+    start_text = "; ".join(f"{w} workers: start-up {s:.1f} s, warm-up {c:.1f} s" for w, s, c in startups[: len(worker_counts)])
+    parts = [
         f"Estimator: `{estimator.__name__}(n_clusters={K}, random_state=0, labels_store=...)` "
         f"(`--method {args.method}`"
         + ("" if args.split_index is None else f" `--split-index {args.split_index}`")
         + "".join(f" `--param {item}`" for item in args.param)
-        + "), other parameters at their defaults. "
-        f"Cluster start-up {startup:.1f} s; warm-up fit (numba compilation in the workers) {compile_time:.1f} s, "
-        "both excluded from the times below. LocalCluster: 2 worker processes x 1 thread. Peers run once.\n\n"
+        + "), other parameters at their defaults. LocalCluster of single-thread worker processes, started afresh "
+        f"for each row; cluster start-up and the warm-up fit (numba compilation in the workers) are excluded ({start_text}). "
+        "Times are medians over the runs; pass 1 (summarising), tree (grown on the client from the microclusters) "
+        "and pass 2 (labelling, labels written) come from the estimator's `timings_`; one pass is a plain "
+        "`(X @ v).sum()` over the same array in the same cluster. Peers run once.\n\n"
         + markdown_table(header, rows)
-    )
-    if len(results) > 1:
-        a, b = results[-2], results[-1]
-        parts.append(f"time(n={b['n']:.0e}) / time(n={a['n']:.0e}) = {b['fit_s'] / a['fit_s']:.2f}")
+    ]
+    for workers in worker_counts:
+        mine = [r for r in results if r["workers"] == workers]
+        if len(mine) > 1:
+            a, b = mine[-2], mine[-1]
+            parts.append(f"{workers} workers: time(n={b['n']:.0e}) / time(n={a['n']:.0e}) = {b['fit_s'] / a['fit_s']:.2f}")
     if args.peers:
         prow = []
         for r in results:
-            for name in ("BisectingKMeans", "KMeans"):
-                if f"{name}_s" in r:
-                    prow.append([f"{r['n']:.0e}", name, fmt(r[f"{name}_s"], 2), fmt(r[f"{name}_rss_gb"], 2),
-                                 fmt(r[f"{name}_ari"]), fmt(r[f"{name}_s"] / r["fit_s"], 2), fmt(r["ari"])])
+            for peer in ("BisectingKMeans", "KMeans"):
+                if f"{peer}_s" in r:
+                    prow.append([f"{r['n']:.0e}", peer, fmt(r[f"{peer}_s"], 2), fmt(r[f"{peer}_rss_gb"], 2),
+                                 fmt(r[f"{peer}_ari"]), fmt(r[f"{peer}_s"] / r["fit_s"], 2), fmt(r["ari"])])
         parts.append("## Peers (in memory, same data, same run)\n\n" + markdown_table(
             ["n", "peer", "peer time (s)", "peer peak RSS (GB)", "peer ARI", "peer time / our end-to-end", "our ARI"], prow))
     parts.append(POINTERS)

@@ -1,5 +1,6 @@
 """Summary mode on Dask arrays and zarr stores, on a real 2-process LocalCluster."""
 
+import logging
 import threading
 
 import dask
@@ -256,13 +257,22 @@ def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store):
     assert adjusted_rand_score(y, labels) > 0.99
 
 
-def test_parallel_growth_equals_serial_growth():
-    """Splitting both children at once (summary mode, possibly on worker processes) builds the same tree
-    as the lazy serial order: same nodes and sizes, hyperplanes equal to 1e-6 (BLAS results may differ
-    in the last bits between processes), and identical labels."""
+@pytest.mark.parametrize("slots", [2, 8])
+def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
+    """Splitting in tasks (summary mode, possibly on worker processes), with both children of a split at once
+    when the cluster has room for them (8 task slots), builds the same tree as the lazy serial order: same
+    nodes and sizes, hyperplanes equal to 1e-6 (BLAS results may differ in the last bits between processes),
+    and identical labels."""
+    import lowdens_dask.estimators._base as base_module
+
+    monkeypatch.setattr(base_module, "task_slots", lambda: slots)
     X, _ = mixture(n=20_000, k=6, seed=4)
     model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
-    model.fit(X)
+    with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.tree.grower"):
+        model.fit(X)
+    computed = len([r for r in caplog.records if r.getMessage().startswith("node ")])
+    both_children = 1 + 2 * (model.n_clusters_ - 2)  # the root, then both children of every split but the last
+    assert (computed == both_children) if slots == 8 else (computed < both_children)
     parallel = model.tree_
     from lowdens_dask.estimators._scale_out import as_chunked, summarise
 

@@ -174,12 +174,15 @@ class Summary(NamedTuple):
 
 
 def _chunk_microclusters(x: np.ndarray, rows_per_microcluster: float, max_per_chunk: int, seed: int):
-    finite = np.isfinite(x).all(axis=1)
-    if not finite.all():
+    n = x.shape[0]
+    n_nonfinite = 0
+    if not np.isfinite(x.sum()):  # a NaN or inf makes the sum so (an overflow of finite values only may)
+        finite = np.isfinite(x).all(axis=1)
+        n_nonfinite = int(n - finite.sum())
         x = x[finite]
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread = microclusters(x, k, seed)
-    return counts, means, spread, finite.size, int(finite.size - finite.sum())
+    return counts, means, spread, n, n_nonfinite
 
 
 def _concat_summaries(*parts):
@@ -215,11 +218,15 @@ class ChunkedData:
         )
         return Summary(InMemoryData(means, counts, spread / means.shape[1]), int(n_rows), int(n_nonfinite))
 
-    def label_rows(self, labeler: Callable, *args) -> da.Array:
+    def label_rows(self, labeler: Callable, *args, labels_nonfinite: bool = False) -> da.Array:
         """Lazy int64 labels with X's row chunks: ``labeler(rows, *args)`` on each chunk's finite rows,
-        -1 for rows with NaN or inf. ``labeler`` and ``args`` must be picklable (they go to workers)."""
+        -1 for rows with NaN or inf. ``labeler`` and ``args`` must be picklable (they go to workers).
+
+        With ``labels_nonfinite=True`` the labeller gets each whole chunk as it was read and labels the rows
+        with NaN or inf -1 itself (no finiteness scan or copy of the chunk here)."""
         name = f"lowdens-route-{dask.base.tokenize(self.X, labeler, *args)}"
-        return self.X.map_blocks(_label_chunk, labeler, *args, drop_axis=1, dtype=np.int64, name=name)
+        task = labeler if labels_nonfinite else functools.partial(_label_chunk, labeler)
+        return self.X.map_blocks(task, *args, drop_axis=1, dtype=np.int64, name=name)
 
 
 #: Rows labelled at once: the labeller's working copies (float64 rows, node subsets) stay this small
@@ -227,7 +234,7 @@ class ChunkedData:
 LABEL_BLOCK = 65_536
 
 
-def _label_chunk(x: np.ndarray, labeler: Callable, *args) -> np.ndarray:
+def _label_chunk(labeler: Callable, x: np.ndarray, *args) -> np.ndarray:
     out = np.full(x.shape[0], -1, dtype=np.int64)
     for start in range(0, x.shape[0], LABEL_BLOCK):
         block = x[start : start + LABEL_BLOCK]
@@ -442,6 +449,17 @@ def default_max_node_bytes() -> float:
         return psutil.virtual_memory().total / 4
     except ImportError:  # pragma: no cover - psutil comes with distributed
         return 2.0**30
+
+
+def task_slots() -> int:
+    """Tasks that run at once where ``dask.compute`` sends them: the worker threads of the distributed client,
+    or this machine's cores for Dask's local schedulers."""
+    try:
+        from distributed import get_client
+
+        return max(1, sum(w.get("nthreads", 1) for w in get_client().scheduler_info()["workers"].values()))
+    except (ImportError, ValueError):
+        return os.cpu_count() or 1
 
 
 def _as_literals(*values) -> list:

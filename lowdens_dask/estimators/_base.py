@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import InMemoryData
-from ..backend.chunked import ChunkedNode
+from ..backend.chunked import ChunkedNode, task_slots
 from ..backend.frame import Frame
 from ..tree.grower import Refine
 from ._scale_out import exact_frame
@@ -34,13 +34,13 @@ class TreeFitMixin:
         if rows is not None:
             refine = Refine(*exact_frame(self, rows), self.refine)
         with single_threaded_blas():
-            self._fit_data(InMemoryData(Z, weights, spread), frame, spread is not None, refine)
+            self._fit_data(InMemoryData(Z, weights, spread), frame, task_slots() if spread is not None else 0, refine)
 
     def _fit_node(self, root: ChunkedNode) -> None:
         """Fit in exact mode over chunked rows: nodes that fit ``max_node_bytes`` on one worker each, the
         others by passes over their chunks."""
         with single_threaded_blas():
-            self._fit_data(*exact_frame(self, root), False, None)
+            self._fit_data(*exact_frame(self, root), 0, None)
 
-    def _fit_data(self, data, frame: Frame, parallel: bool, refine: Refine | None) -> None:
+    def _fit_data(self, data, frame: Frame, parallel: int, refine: Refine | None) -> None:
         raise NotImplementedError

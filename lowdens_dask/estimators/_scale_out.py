@@ -22,8 +22,12 @@
    reached (MDH's alpha); the start the index scores best on the rows wins
    (:func:`lowdens_dask.tree.grower.polish`). The node's rows and its microclusters are then split by the
    polished hyperplane, and node sizes count rows;
-4. one final pass routes every row to its leaf; with ``labels_store`` the labels are written to zarr
-   with the same row chunks as the input.
+4. one final pass routes every row to its leaf (one product of each chunk, in its own dtype, with every
+   hyperplane's direction: :class:`~lowdens_dask.tree.routing.Router`); with ``labels_store`` the labels are
+   written to zarr with the same row chunks as the input.
+
+``timings_`` records the seconds of each step: ``summary_pass`` (1), ``tree`` (2 and 3, on the client) and
+``label_pass`` (4; None when the labels stay lazy, for chunked input without ``labels_store``).
 
 **Exact mode** (``mode="exact"``) grows the tree on :class:`~lowdens_dask.backend.chunked.ChunkedNode`
 objects: every step of every node's pursuit is a chunk map and tree reduction over the node's rows,
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import numbers
 import os
+import time
 
 import dask.array as da
 import numpy as np
@@ -123,20 +128,29 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     """Summarise X, ``fit_rows(means, counts, spread, rows)`` in memory (``rows`` is the chunked array
     when ``est.refine`` asks for exact polishing, else None), then ``route(arr)`` every row.
 
-    Sets ``n_features_in_``, ``n_microclusters_``, ``n_nonfinite_`` and ``labels_`` (lazy or written
-    to ``labels_store`` for chunked input, a numpy array for in-memory input).
+    Sets ``n_features_in_``, ``n_microclusters_``, ``n_nonfinite_``, ``labels_`` (lazy or written
+    to ``labels_store`` for chunked input, a numpy array for in-memory input) and ``timings_``.
     """
     if sample_weight is not None:
         raise ValueError("sample_weight is not supported in summary mode (the summary carries the weights).")
     arr = as_chunked(est, X)
     est.n_features_in_ = arr.shape[1]
+    start = time.perf_counter()
     summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
+    summarised = time.perf_counter()
     rows = ChunkedNode(arr) if getattr(est, "refine", 0) else None
     fit_rows(summary.data.X, summary.data.weights, summary.data.spread, rows)
+    grown = time.perf_counter()
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
     labels = route(arr)
+    computed = not is_chunked_input(X) or est.labels_store is not None
     est.labels_ = store_labels(est, labels) if is_chunked_input(X) else labels.compute()
+    est.timings_ = {
+        "summary_pass": summarised - start,
+        "tree": grown - summarised,
+        "label_pass": time.perf_counter() - grown if computed else None,
+    }
     counter = PassCounter() if rows is None else rows.counter
     counter.add(1 + (est.labels_store is not None and is_chunked_input(X)))  # the summary; the labels written
     record_passes(est, counter)

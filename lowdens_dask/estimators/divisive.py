@@ -85,7 +85,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
         return self
 
-    def _fit_data(self, data, frame, parallel: bool, refine) -> None:
+    def _fit_data(self, data, frame, parallel: int, refine) -> None:
         rows = data if data.chunked else None if refine is None else refine.rows
         bar = None if rows is None else progress_bar(type(self).__name__, self.n_clusters, lambda: rows.counter.total)
         try:
@@ -212,6 +212,10 @@ class MDHClustering(_DivisiveClustering):
         Number of leaves actually formed.
     n_microclusters_ : int
         Summary mode only: size of the summary.
+    timings_ : dict
+        Summary mode only: seconds spent in the summarising pass (``"summary_pass"``), growing the tree on the
+        microclusters (``"tree"``) and labelling every row (``"label_pass"``; None while the labels of
+        chunked input stay lazy, without ``labels_store``).
     n_nonfinite_ : int
         Rows set aside for NaN/inf.
     n_passes_ : int

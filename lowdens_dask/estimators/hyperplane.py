@@ -67,7 +67,7 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
         self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
         return self
 
-    def _fit_data(self, data, frame: Frame, parallel: bool, refine) -> None:
+    def _fit_data(self, data, frame: Frame, parallel: int, refine) -> None:
         params = self._index_params()
         v0 = params.get("v0")
         if v0 is not None and not callable(v0) and frame.scale is not None:

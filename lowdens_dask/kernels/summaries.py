@@ -5,8 +5,10 @@
 import numpy as np
 from numba import njit
 
-#: Lloyd iterations of the chunk-local k-means that builds microclusters.
+#: Lloyd iterations of the chunk-local k-means that builds microclusters (on a sample of the chunk's rows).
 LLOYD_ITERATIONS = 2
+#: The sample holds this many rows per microcluster (or the whole chunk, when it is smaller).
+SAMPLE_ROWS_PER_CENTRE = 32
 
 
 @njit(cache=True, nogil=True)
@@ -55,9 +57,12 @@ def _assign(x: np.ndarray, centres: np.ndarray, buf: np.ndarray) -> np.ndarray:
 def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Summarise the rows of one chunk by k-means: ``(counts, means, spread)`` of non-empty clusters.
 
-    ``spread`` is each microcluster's mean squared distance to its mean. Initial centres are k
-    distinct rows drawn with ``seed``; a few Lloyd iterations follow. Distances are computed by BLAS
-    in the chunk's own precision (float32 stays float32); sums and means accumulate in float64.
+    ``spread`` is each microcluster's mean squared distance to its mean. The centres come from
+    ``LLOYD_ITERATIONS`` Lloyd iterations on a sample of ``SAMPLE_ROWS_PER_CENTRE * k`` rows drawn with
+    ``seed`` (all rows when the chunk has no more), started from k distinct rows of it; every row is then
+    assigned once to its nearest centre, and the microclusters are those cells: a chunk of n rows costs one
+    n x k product, whatever the iterations. Distances are computed by BLAS in the chunk's own precision
+    (float32 stays float32); sums and means accumulate in float64.
     """
     n = x.shape[0]
     k = int(min(k, n))
@@ -67,10 +72,12 @@ def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
         x = x.astype(np.float64)
     x = np.ascontiguousarray(x)
     rng = np.random.default_rng(seed)
-    centres = x[np.sort(rng.choice(n, size=k, replace=False))].astype(np.float64)
+    m = SAMPLE_ROWS_PER_CENTRE * k
+    sample = x if n <= m else x[np.sort(rng.choice(n, size=m, replace=False))]
+    centres = sample[np.sort(rng.choice(sample.shape[0], size=k, replace=False))].astype(np.float64)
     buf = np.empty((min(n, ASSIGN_BLOCK), k), dtype=x.dtype)
     for _ in range(LLOYD_ITERATIONS):
-        counts, sums, _ = group_sums(x, _assign(x, centres, buf), centres.shape[0])
+        counts, sums, _ = group_sums(sample, _assign(sample, centres, buf), centres.shape[0])
         keep = counts > 0
         centres = sums[keep] / counts[keep, None]
     counts, sums, sq = group_sums(x, _assign(x, centres, buf), centres.shape[0])

@@ -18,6 +18,7 @@ import zarr
 
 from ..backend import ChunkedData, as_dask_array
 from ..pursuit import Hyperplane, find_hyperplane
+from .routing import Router, as_routable
 from .rules import HyperplaneRule, SplitRule, rule_from_dict
 
 #: Version 2: each node's split is a ``rule`` object and its index statistics one ``stats`` object;
@@ -252,26 +253,20 @@ class ClusterTree:
 
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
+        X = as_routable(X)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n_samples, {self.n_features}); got {X.shape}.")
         return X
 
     def apply(self, X) -> np.ndarray:
-        """The id of the leaf each row of X reaches."""
-        X = self._check_X(X)
-        out = np.zeros(X.shape[0], dtype=np.int64)
-        stack = [(0, np.arange(X.shape[0]))]
-        while stack:
-            node_id, rows = stack.pop()
-            node = self.nodes[node_id]
-            if node.is_leaf:
-                out[rows] = node_id
-                continue
-            above = node.rule.side(X[rows])
-            stack.append((node.children[0], rows[~above]))
-            stack.append((node.children[1], rows[above]))
-        return out
+        """The id of the leaf each row of X reaches.
+
+        Rows go to child 1 of a hyperplane node when ``x @ v >= b`` in float64, as ``HyperplaneRule.side`` has
+        it. The projections on every hyperplane are computed at once in X's own precision (float32 or
+        float64), and rows within rounding error of a threshold are routed by the rule itself
+        (:class:`~lowdens_dask.tree.routing.Router`).
+        """
+        return Router(self).apply(self._check_X(X))
 
     def leaf_labels(self) -> dict[int, int]:
         """Map from leaf id to cluster label."""
@@ -288,13 +283,17 @@ class ClusterTree:
             arr = as_dask_array(X, storage_options=storage_options)
             if arr.shape[1] != self.n_features:
                 raise ValueError(f"X must have shape (n_samples, {self.n_features}); got {arr.shape}.")
-            return ChunkedData(arr).label_rows(leaf_labels_from_json, self.to_json())
-        ids = self.apply(X)
-        lookup = self.leaf_labels()
-        keys = np.fromiter(lookup.keys(), dtype=np.int64)
-        vals = np.fromiter(lookup.values(), dtype=np.int64)
-        order = np.argsort(keys)
-        return vals[order][np.searchsorted(keys[order], ids)]
+            return ChunkedData(arr).label_rows(leaf_labels_from_json, self.to_json(), labels_nonfinite=True)
+        return self._label_lookup()[self.apply(X)]
+
+    def _label_lookup(self, nonfinite: int | None = None) -> np.ndarray:
+        """Cluster label by node id (-1 for internal and free ids), with ``nonfinite`` appended last."""
+        lookup = np.full(max(self.nodes) + 1 + (nonfinite is not None), -1, dtype=np.int64)
+        for node_id, label in self.leaf_labels().items():
+            lookup[node_id] = label
+        if nonfinite is not None:
+            lookup[-1] = nonfinite
+        return lookup
 
     # ------------------------------------------------------------------ export
     def to_dict(self) -> dict[str, Any]:
@@ -389,14 +388,17 @@ def _jsonable(params: dict) -> dict:
 
 
 @functools.lru_cache(maxsize=16)
-def _tree_from_json(text: str) -> ClusterTree:
-    return ClusterTree.from_json(text)
+def _labeller_from_json(text: str) -> tuple[Router, np.ndarray]:
+    tree = ClusterTree.from_json(text)
+    return Router(tree), tree._label_lookup(nonfinite=-1)
 
 
 def leaf_labels_from_json(x: np.ndarray, tree_json: str) -> np.ndarray:
-    """``ClusterTree.from_json(tree_json).predict(x)``, parsing each tree once per process: the labelling
-    task of chunked data (the tree travels to the workers as JSON; the task imports only this layer)."""
-    return _tree_from_json(tree_json).predict(x)
+    """``ClusterTree.from_json(tree_json).predict(x)`` with -1 for rows with NaN or inf, parsing each tree once
+    per process: the labelling task of chunked data (the tree travels to the workers as JSON; the task imports
+    only this layer). The chunk is read in its own precision, never copied."""
+    router, lookup = _labeller_from_json(tree_json)
+    return lookup[router.apply(x, nonfinite=len(lookup) - 1)]
 
 
 def hyperplane_side(x: np.ndarray, v: np.ndarray, b: float) -> np.ndarray:

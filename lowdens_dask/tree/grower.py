@@ -4,10 +4,12 @@ estimators (``n_clusters=2``) and every divisive estimator, in memory, in summar
 Growth repeatedly splits the leaf that ``rank`` prefers among the leaves with a valid split. Each split is
 found on the leaf's own rows (re-centred, its principal components and bandwidth or scale recomputed).
 With ``lazy=True`` (a rank that needs no split, such as size) a leaf's split is computed only when the
-leaf is ranked first, which gives the same tree as computing every leaf eagerly. With ``parallel=True``
-(summary mode) the two children of every split are split at once, each restart a named Dask task
-(``lowdens-split-node-<id>-start-<j>-<token>``), so the tree grows in parallel on a cluster; the leaves'
-rows are literal tasks in the graph, which any worker can rebuild.
+leaf is ranked first, which gives the same tree as computing every leaf eagerly. With ``parallel`` > 0
+(summary mode: the number of tasks the cluster runs at once) every split is computed with each restart a
+named Dask task (``lowdens-split-node-<id>-start-<j>-<token>``), so the restarts run at once on the cluster;
+the two children of each split are split at once too when ``rank`` needs every leaf's split, or when the
+cluster has room for both children's restarts (with fewer slots, splitting a leaf that is never ranked first
+would only delay the others). The leaves' rows are literal tasks in the graph, which any worker can rebuild.
 
 Exact mode on chunked rows: a node whose rows take at most ``max_node_bytes`` (as float64) is gathered to one
 worker and split there by the in-memory path, its restarts as parallel tasks (and, when ``rank`` needs every
@@ -74,7 +76,7 @@ def grow_tree(
     min_size: float = 1,
     frame: Frame = Frame(),
     force: bool = False,
-    parallel: bool = False,
+    parallel: int = 0,
     refine: Refine | None = None,
     max_node_bytes: float = 0.0,
     progress: Callable[[int], None] | None = None,
@@ -105,10 +107,13 @@ def grow_tree(
         for leaf in nodes:
             _log_split(leaf, leaves[leaf], found[leaf], time.perf_counter() - start, _passes(root) - passes, True)
 
+    in_memory_tasks = parallel > 0 and not root.chunked
+    speculate = in_memory_tasks and (not lazy or parallel >= 2 * _n_starts(method, params, root.n_features))
+
     def compute(leaf: int) -> None:
         if leaf in found:
             return
-        if on_a_worker(leaf):
+        if on_a_worker(leaf) or in_memory_tasks:
             in_tasks([leaf])
             return
         start, passes = time.perf_counter(), _passes(root)
@@ -150,8 +155,8 @@ def grow_tree(
         if progress is not None:
             progress(n_leaves)
         if n_leaves < target:
-            if parallel and not root.chunked:
-                _split_in_tasks(method, params, min_size, list(node.children), leaves, found, token)
+            if speculate:
+                in_tasks(list(node.children))
             elif not lazy and (children := [c for c in node.children if on_a_worker(c)]):
                 in_tasks(children)  # both are needed: split them at once
     for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
@@ -269,8 +274,7 @@ def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> No
     losing a worker at any moment costs only recomputation (data placed with ``client.scatter`` would be
     lost with the worker that held it).
     """
-    index = get_index(method)
-    starts = range(index.n_starts(leaves[nodes[0]].n_features)) if params.get("v0") is None else [None]
+    starts = range(_n_starts(method, params, leaves[nodes[0]].n_features)) if params.get("v0") is None else [None]
     data = {
         c: leaves[c].gathered()
         if leaves[c].chunked
@@ -285,6 +289,11 @@ def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> No
     results = dask.compute(*tasks)
     for c in nodes:
         found[c] = _combine([r for (cc, _), r in zip(jobs, results) if cc == c], method)
+
+
+def _n_starts(method: str, params: dict, n_features: int) -> int:
+    """Restarts of a split: the index's own, or one from a given ``v0``."""
+    return get_index(method).n_starts(n_features) if params.get("v0") is None else 1
 
 
 def _best_split(method: str, data, params: dict, min_size: float, start: int | None) -> Hyperplane | None:

@@ -1,0 +1,137 @@
+"""Routing rows down a :class:`~lowdens_dask.tree.ClusterTree` in one matrix product per block of rows.
+
+The rows, in their own precision (float32 stays float32), are multiplied by the matrix of every hyperplane
+node's direction at once; a compiled walk (:func:`~lowdens_dask.kernels.routing.walk_projections`) then
+compares the projections with the thresholds. The result is the same as routing each node's rows by its
+rule in float64 (``HyperplaneRule.side``): a row whose projection lies within the product's rounding error of
+a threshold, and a row that reaches a split of another kind of rule, is routed from there by the rules
+themselves on a float64 copy of that row alone. Both are rare (a tie needs a row within about
+``d * 2**-23`` of relative distance from a hyperplane in float32).
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..kernels.routing import AT_LEAF, LEAF, NONFINITE, OTHER_RULE, walk_projections
+from .rules import HyperplaneRule
+
+if TYPE_CHECKING:
+    from .cluster_tree import ClusterTree
+
+#: Rows routed at once: the projections of a block (rows x hyperplane nodes) stay in cache.
+ROUTE_BLOCK = 32_768
+
+
+class Router:
+    """The hyperplanes of a tree as one matrix, and the node arrays of the compiled walk.
+
+    Parameters
+    ----------
+    tree : ClusterTree
+        The tree, as it is now (build a new router after editing it).
+    """
+
+    def __init__(self, tree: ClusterTree):
+        self.tree = tree
+        size = max(tree.nodes) + 1
+        self.column = np.full(size, LEAF, dtype=np.int64)
+        self.threshold = np.zeros(size)
+        self.child0 = np.zeros(size, dtype=np.int64)
+        self.child1 = np.zeros(size, dtype=np.int64)
+        directions, norms = [], []
+        for node in tree.nodes.values():
+            if node.is_leaf:
+                continue
+            self.child0[node.id], self.child1[node.id] = node.children
+            if isinstance(node.rule, HyperplaneRule):
+                self.column[node.id] = len(directions)
+                self.threshold[node.id] = node.rule.b
+                directions.append(node.rule.v)
+                norms.append(np.abs(node.rule.v).max(initial=0.0))
+            else:
+                self.column[node.id] = OTHER_RULE
+        d = tree.n_features
+        self.V = np.ascontiguousarray(np.stack(directions, axis=1) if directions else np.zeros((d, 0)))
+        self._V32 = self.V.astype(np.float32)
+        self._vmax = np.zeros(size)
+        self._vmax[self.column >= 0] = norms
+        self._tolerances = {}
+
+    def _tolerance(self, dtype: np.dtype) -> tuple[np.ndarray, float]:
+        """Per node, a bound on |computed - float64 projection| per unit of ``sum_c |x_c|``, and an absolute slack.
+
+        The product in ``dtype`` (directions rounded to it) errs by at most ``(d + 1) u`` times
+        ``sum_c |x_c v_c|`` for any summation order, and the float64 rule by ``d 2**-53`` times the same; the
+        bound doubles their sum, with ``|v_c| <= max |v|``. The slack covers underflow (``d`` subnormal units).
+        """
+        if dtype not in self._tolerances:
+            d = self.tree.n_features
+            info = np.finfo(dtype)
+            factor = 2.0 * ((d + 1) * float(info.eps) / 2 + d * 2.0**-53)
+            slack = 2.0 * (d + 1) * float(info.smallest_subnormal) + 2.0 * (d + 1) * 5e-324
+            self._tolerances[dtype] = (factor * self._vmax, slack)
+        return self._tolerances[dtype]
+
+    def walk(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(node, status)`` per row of X (float32 or float64): where the compiled walk stopped, and why
+        (``kernels.routing.AT_LEAF``, ``UNDECIDED`` or ``NONFINITE``)."""
+        V = self._V32 if X.dtype == np.float32 else self.V
+        tolerance, slack = self._tolerance(X.dtype)
+        n = X.shape[0]
+        node = np.empty(n, dtype=np.int64)
+        status = np.empty(n, dtype=np.int8)
+        for start in range(0, n, ROUTE_BLOCK):
+            block = X[start : start + ROUTE_BLOCK]
+            P = block @ V
+            stop = start + block.shape[0]
+            walk_projections(
+                block, P, self.column, self.threshold, tolerance, slack, self.child0, self.child1,
+                node[start:stop], status[start:stop],
+            )  # fmt: skip
+        return node, status
+
+    def apply(self, X, nonfinite: int | None = None) -> np.ndarray:
+        """The id of the leaf each row of X reaches, as ``ClusterTree.apply``.
+
+        Rows with NaN or inf get ``nonfinite`` when it is given, else they are routed by the rules as any
+        other row.
+        """
+        X = as_routable(X)
+        node, status = self.walk(X)
+        if nonfinite is not None:
+            node[status == NONFINITE] = nonfinite
+            status[status == NONFINITE] = AT_LEAF
+        rest = np.flatnonzero(status != AT_LEAF)
+        if rest.size:
+            node[rest] = self._route_by_rules(np.asarray(X[rest], dtype=np.float64), node[rest])
+        return node
+
+    def _route_by_rules(self, X: np.ndarray, start: np.ndarray) -> np.ndarray:
+        """Leaf ids of rows routed node by node by the rules themselves (float64), each from its start node."""
+        out = np.empty(X.shape[0], dtype=np.int64)
+        stack = [(int(s), np.flatnonzero(start == s)) for s in np.unique(start)]
+        while stack:
+            node_id, rows = stack.pop()
+            node = self.tree.nodes[node_id]
+            if node.is_leaf:
+                out[rows] = node_id
+                continue
+            above = node.rule.side(X[rows])
+            stack.append((node.children[0], rows[~above]))
+            stack.append((node.children[1], rows[above]))
+        return out
+
+
+def as_routable(X) -> np.ndarray:
+    """X as a 2-D array the router multiplies as it is: float32 and float64 arrays unchanged, other numbers as
+    float64."""
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return X
+

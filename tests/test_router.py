@@ -1,0 +1,240 @@
+"""Routing in one product per block of rows (``tree.routing.Router`` and its compiled walk) against routing each
+node's rows through its rule in float64, as ``ClusterTree.apply`` did before: same leaves for every row, rows
+exactly on a hyperplane or one float64 step from it included, float32 rows never upcast as a whole."""
+
+import tracemalloc
+
+import dask.array as da
+import numpy as np
+import pytest
+
+from lowdens_dask import ClusterTree
+from lowdens_dask.kernels.routing import AT_LEAF, LEAF, NONFINITE, OTHER_RULE, UNDECIDED, walk_projections
+from lowdens_dask.tree import HyperplaneRule, KernelExpansionRule, NearestCentreRule
+from lowdens_dask.tree.routing import Router
+
+
+def route_node_by_node(tree, X):
+    """The reference: each node's rows (float64) through ``rule.side``, from the root down."""
+    X = np.asarray(X, dtype=np.float64)
+    out = np.zeros(X.shape[0], dtype=np.int64)
+    stack = [(0, np.arange(X.shape[0]))]
+    while stack:
+        node_id, rows = stack.pop()
+        node = tree.nodes[node_id]
+        if node.is_leaf:
+            out[rows] = node_id
+            continue
+        above = node.rule.side(X[rows])
+        stack.append((node.children[0], rows[~above]))
+        stack.append((node.children[1], rows[above]))
+    return out
+
+
+def grow_random_tree(X, rng, n_splits, rule_kinds=("hyperplane",), direction=None):
+    """A tree of random splits, each through the median projection of the rows that reach the leaf split."""
+    tree = ClusterTree(X.shape[1], root_size=X.shape[0])
+    X64 = np.asarray(X, dtype=np.float64)
+    for _ in range(n_splits):
+        ids = route_node_by_node(tree, X64)
+        leaf = max(tree.leaves(), key=lambda node: (ids == node.id).sum())
+        rows = X64[ids == leaf.id]
+        if rows.shape[0] < 4:
+            break
+        kind = rule_kinds[rng.integers(len(rule_kinds))]
+        v = rng.normal(size=X.shape[1]) if direction is None else direction(rng)
+        if direction is None:
+            v /= np.linalg.norm(v)
+        if kind == "hyperplane":
+            rule = HyperplaneRule(v, float(np.median(rows @ v)))
+        elif kind == "centre":
+            centres = rows[rng.choice(rows.shape[0], 4, replace=False)] @ v[:, None]
+            rule = NearestCentreRule(v, centres, [False, True, False, True])
+        else:
+            support = rows[rng.choice(rows.shape[0], 3, replace=False)]
+            rule = KernelExpansionRule(support, [1.0, -1.0, 0.5], 0.0, gamma=0.05)
+        sides = rule.side(rows)
+        tree.add_rule_split(leaf, kind, rule, (float((~sides).sum()), float(sides.sum())), {}, {})
+    return tree
+
+
+def mixture(rng, n, d, dtype):
+    centres = rng.normal(scale=4.0, size=(8, d))
+    return (centres[rng.integers(8, size=n)] + rng.standard_normal((n, d))).astype(dtype)
+
+
+# ---------------------------------------------------------------------------------------------- the kernel
+
+
+def reference_walk(X, P, column, threshold, tolerance, slack, child0, child1):
+    """The walk level by level over all rows at once, in numpy."""
+    X64 = np.asarray(X, dtype=np.float64)
+    finite = np.isfinite(X64).all(axis=1)
+    norm1 = np.where(finite, np.abs(np.where(finite[:, None], X64, 0.0)).sum(axis=1), 0.0)
+    node = np.zeros(X.shape[0], dtype=np.int64)
+    status = np.where(finite, -1, NONFINITE)
+    while (status == -1).any():
+        moving = np.flatnonzero(status == -1)
+        col = column[node[moving]]
+        status[moving[col == LEAF]] = AT_LEAF
+        status[moving[col == OTHER_RULE]] = UNDECIDED
+        hyper = moving[col >= 0]
+        j = node[hyper]
+        p = P[hyper, column[j]].astype(np.float64)
+        diff = p - threshold[j]
+        tie = ~np.isfinite(p) | (np.abs(diff) <= tolerance[j] * norm1[hyper] + slack)
+        status[hyper[tie]] = UNDECIDED
+        go = hyper[~tie]
+        node[go] = np.where(diff[~tie] >= 0, child1[node[go]], child0[node[go]])
+    return node, status
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(4))
+def test_walk_kernel_matches_numpy_reference(dtype, seed):
+    rng = np.random.default_rng(seed)
+    n, d, m = 3000, 5, 4
+    X = rng.normal(size=(n, d)).astype(dtype)
+    X[rng.choice(n, 20, replace=False), rng.integers(d, size=20)] = rng.choice([np.nan, np.inf, -np.inf], 20)
+    # nodes 0..8: a full tree of depth 3 over 7 internal nodes, one of them another rule's
+    column = np.array([0, 1, 2, OTHER_RULE, 3, LEAF, LEAF, LEAF, LEAF, LEAF, LEAF, LEAF, LEAF])
+    child0 = np.array([1, 3, 5, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0])
+    child1 = np.array([2, 4, 6, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0])
+    column[[5, 6]] = [1, 3]  # two more hyperplane nodes, children 11/12 and 11/12
+    child0[[5, 6]], child1[[5, 6]] = [11, 11], [12, 12]
+    P = rng.normal(size=(n, m)).astype(dtype)
+    P[::50, 0] = 0.25  # exactly on the root's threshold
+    P[1::97, 1] = np.nan
+    threshold = np.array([0.25, -0.1, 0.3, 0, 0.0, 0.5, -0.5, 0, 0, 0, 0, 0, 0])
+    tolerance = np.full(column.size, 1e-3)
+    args = (column, threshold, tolerance, 1e-30, child0, child1)
+    node, status = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int8)
+    walk_projections(X, P, *args, node, status)
+    ref_node, ref_status = reference_walk(X, P, *args)
+    np.testing.assert_array_equal(status, ref_status)
+    np.testing.assert_array_equal(node, ref_node)
+    assert {AT_LEAF, UNDECIDED, NONFINITE} <= set(status.tolist())
+
+
+# ---------------------------------------------------------------------------------------------- the router
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(3))
+def test_router_matches_node_by_node_routing(dtype, seed):
+    rng = np.random.default_rng(seed)
+    X = mixture(rng, 20_000, 12, dtype)
+    tree = grow_random_tree(X, rng, 15)
+    np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+    Y = mixture(np.random.default_rng(seed + 100), 5000, 12, dtype)  # new rows
+    np.testing.assert_array_equal(tree.apply(Y), route_node_by_node(tree, Y))
+    np.testing.assert_array_equal(tree.predict(Y), [tree.leaf_labels()[i] for i in route_node_by_node(tree, Y)])
+
+
+def test_router_matches_node_by_node_routing_with_other_rules():
+    rng = np.random.default_rng(7)
+    X = mixture(rng, 6000, 6, np.float32)
+    tree = grow_random_tree(X, rng, 12, rule_kinds=("hyperplane", "centre", "kernel"))
+    kinds = {type(node.rule) for node in tree.nodes.values() if not node.is_leaf}
+    assert kinds == {HyperplaneRule, NearestCentreRule, KernelExpansionRule}
+    np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_on_and_next_to_hyperplanes(dtype):
+    """Integer rows and dyadic directions: every projection is exact in any precision and order, so rows can be
+    put exactly on a threshold, or one float64 step to either side of it."""
+    rng = np.random.default_rng(3)
+    d = 16
+    X = rng.integers(-20, 21, size=(4000, d)).astype(dtype)
+
+    def dyadic(rng):
+        return rng.integers(-8, 9, size=d) / 8.0
+
+    tree = grow_random_tree(X, rng, 9, direction=dyadic)
+    ids = route_node_by_node(tree, X)
+    for node in tree.nodes.values():  # move each threshold onto (or next to) a row of the node
+        if node.is_leaf:
+            continue
+        below = np.flatnonzero(np.isin(ids, list(_subtree(tree, node.id))))
+        on = float(X[below[0]].astype(np.float64) @ node.rule.v)
+        node.rule.b = [on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf)][node.id % 3]
+    projections = X.astype(np.float64) @ np.stack([n.rule.v for n in tree.nodes.values() if not n.is_leaf], axis=1)
+    thresholds = np.array([n.rule.b for n in tree.nodes.values() if not n.is_leaf])
+    assert (projections == thresholds).any() and (np.abs(projections - thresholds) < 1e-12).sum() > 10
+    np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+    router = Router(tree)
+    _, status = router.walk(X)
+    assert (status == UNDECIDED).any()  # the ties were routed by the rules, not guessed
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_within_rounding_of_a_threshold(dtype):
+    """Each threshold 1e-10 (relative) from a row's float64 projection: float64 routes that row the same way in
+    any summation order, while a float32 product errs by about 1e-6 relative."""
+    rng = np.random.default_rng(4)
+    X = mixture(rng, 5000, 32, dtype)
+    tree = grow_random_tree(X, rng, 11)
+    ids = route_node_by_node(tree, X)
+    for node in tree.nodes.values():
+        if node.is_leaf:
+            continue
+        row = X[np.flatnonzero(np.isin(ids, list(_subtree(tree, node.id))))[0]].astype(np.float64)
+        sign = 1.0 if node.id % 2 else -1.0
+        node.rule.b = float(row @ node.rule.v + sign * 1e-10 * np.abs(row).sum())
+        ids = route_node_by_node(tree, X)
+    np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+
+
+def _subtree(tree, node_id):
+    out, stack = set(), [node_id]
+    while stack:
+        node = tree.nodes[stack.pop()]
+        out.add(node.id)
+        stack.extend(node.children or ())
+    return out
+
+
+def test_nonfinite_rows_route_as_the_rules_do_and_label_minus_one_in_chunks():
+    rng = np.random.default_rng(5)
+    X = mixture(rng, 3000, 4, np.float32)
+    tree = grow_random_tree(X, rng, 5)
+    X[::7, 1] = np.nan
+    X[3::11, 2] = np.inf
+    np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+    labels = tree.predict(da.from_array(X, chunks=(700, 4))).compute()
+    finite = np.isfinite(X).all(axis=1)
+    np.testing.assert_array_equal(labels[~finite], -1)
+    np.testing.assert_array_equal(labels[finite], tree.predict(X[finite]))
+
+
+def test_integer_and_fortran_ordered_rows():
+    rng = np.random.default_rng(6)
+    X = mixture(rng, 2000, 5, np.float64)
+    tree = grow_random_tree(X, rng, 6)
+    np.testing.assert_array_equal(tree.apply(np.asfortranarray(X)), route_node_by_node(tree, X))
+    Xi = np.round(X).astype(np.int32)
+    np.testing.assert_array_equal(tree.apply(Xi), route_node_by_node(tree, Xi))
+
+
+def test_a_tree_of_one_leaf_and_an_empty_input():
+    tree = ClusterTree(3)
+    np.testing.assert_array_equal(tree.predict(np.ones((4, 3))), 0)
+    assert tree.apply(np.zeros((0, 3))).shape == (0,)
+
+
+def test_float32_rows_are_not_copied_or_upcast():
+    """Routing 200,000 float32 rows allocates far less than the rows themselves (node-by-node routing made a
+    float64 copy of all of them, and copies of each node's rows)."""
+    rng = np.random.default_rng(8)
+    X = mixture(rng, 200_000, 32, np.float32)
+    tree = grow_random_tree(X[:20_000], rng, 15)
+    tree.predict(X[:10])  # compile
+    tracemalloc.start()
+    try:
+        labels = tree.predict(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < X.nbytes / 4, f"peak {peak / 1e6:.1f} MB for {X.nbytes / 1e6:.1f} MB of rows"
+    np.testing.assert_array_equal(labels, tree.predict(X.astype(np.float64)))
