@@ -23,7 +23,9 @@ import time
 
 from _common import REPO_ROOT, RESULTS_DIR, command_line, markdown_table, write_markdown
 
-SINGLE_THREAD_ENV = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+SINGLE_THREAD_ENV = {
+    k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+}
 K, D, FIT_ROWS = 16, 32, 20_000
 
 
@@ -103,7 +105,9 @@ def main(argv=None):
             a = statistics.median(r["times"][dtype] for r in results["earlier", threads])
             b = statistics.median(r["times"][dtype] for r in results["this", threads])
             rows.append([dtype, threads, f"{a:.3f}", f"{b:.3f}", f"{a / b:.1f}"])
-            same.append(results["earlier", threads][0]["digests"][dtype] == results["this", threads][0]["digests"][dtype])
+            same.append(
+                results["earlier", threads][0]["digests"][dtype] == results["this", threads][0]["digests"][dtype]
+            )
     body = (
         f"Earlier commit: `{args.base}`. `MDHClustering(n_clusters={K}, random_state=0)` fitted on {FIT_ROWS:,} rows "
         f"of the scale mixture, `predict` on {n:.0e} rows; labels identical in {sum(same)} of {len(same)} cases.\n\n"

@@ -134,4 +134,3 @@ def as_routable(X) -> np.ndarray:
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
     return X
-
