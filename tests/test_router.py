@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from lowdens_dask import ClusterTree
-from lowdens_dask.kernels.routing import AT_LEAF, LEAF, NONFINITE, OTHER_RULE, UNDECIDED, walk_projections
+from lowdens_dask.kernels.routing import (
+    AT_LEAF,
+    LEAF,
+    NONFINITE,
+    OTHER_RULE,
+    UNDECIDED,
+    row_abs_sums,
+    walk_projections,
+)
 from lowdens_dask.tree import HyperplaneRule, KernelExpansionRule, NearestCentreRule
 from lowdens_dask.tree.routing import Router
 
@@ -66,13 +74,27 @@ def mixture(rng, n, d, dtype):
 # ---------------------------------------------------------------------------------------------- the kernel
 
 
-def reference_walk(X, P, column, threshold, tolerance, slack, child0, child1):
+def test_row_abs_sums_match_numpy():
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        X = rng.normal(size=(500, 7)).astype(dtype)
+        X[3, 2], X[7, 0], X[9, 6] = np.nan, np.inf, -np.inf
+        X[11] = np.finfo(dtype).max  # finite, but the sum overflows
+        out = np.empty(500)
+        row_abs_sums(X, out)
+        with np.errstate(over="ignore"):
+            expected = np.abs(X.astype(np.float64)).sum(axis=1)
+        finite = np.isfinite(X).all(axis=1)
+        np.testing.assert_allclose(out[finite], expected[finite], rtol=1e-13)
+        assert np.isnan(out[~finite]).all() and (~finite).sum() == 3
+        assert out[11] == (np.inf if dtype == np.float64 else expected[11])
+
+
+def reference_walk(P, abs_sums, column, threshold, tolerance, slack, children):
     """The walk level by level over all rows at once, in numpy."""
-    X64 = np.asarray(X, dtype=np.float64)
-    finite = np.isfinite(X64).all(axis=1)
-    norm1 = np.where(finite, np.abs(np.where(finite[:, None], X64, 0.0)).sum(axis=1), 0.0)
-    node = np.zeros(X.shape[0], dtype=np.int64)
-    status = np.where(finite, -1, NONFINITE)
+    n = P.shape[0]
+    node = np.zeros(n, dtype=np.int64)
+    status = np.where(np.isnan(abs_sums), NONFINITE, -1)
     while (status == -1).any():
         moving = np.flatnonzero(status == -1)
         col = column[node[moving]]
@@ -80,12 +102,11 @@ def reference_walk(X, P, column, threshold, tolerance, slack, child0, child1):
         status[moving[col == OTHER_RULE]] = UNDECIDED
         hyper = moving[col >= 0]
         j = node[hyper]
-        p = P[hyper, column[j]].astype(np.float64)
-        diff = p - threshold[j]
-        tie = ~np.isfinite(p) | (np.abs(diff) <= tolerance[j] * norm1[hyper] + slack)
+        diff = P[hyper, column[j]].astype(np.float64) - threshold[j]
+        tie = ~np.isfinite(diff) | (np.abs(diff) <= tolerance[j] * abs_sums[hyper] + slack)
         status[hyper[tie]] = UNDECIDED
         go = hyper[~tie]
-        node[go] = np.where(diff[~tie] >= 0, child1[node[go]], child0[node[go]])
+        node[go] = children[node[go], (diff[~tie] >= 0).astype(int)]
     return node, status
 
 
@@ -93,24 +114,24 @@ def reference_walk(X, P, column, threshold, tolerance, slack, child0, child1):
 @pytest.mark.parametrize("seed", range(4))
 def test_walk_kernel_matches_numpy_reference(dtype, seed):
     rng = np.random.default_rng(seed)
-    n, d, m = 3000, 5, 4
-    X = rng.normal(size=(n, d)).astype(dtype)
-    X[rng.choice(n, 20, replace=False), rng.integers(d, size=20)] = rng.choice([np.nan, np.inf, -np.inf], 20)
-    # nodes 0..8: a full tree of depth 3 over 7 internal nodes, one of them another rule's
-    column = np.array([0, 1, 2, OTHER_RULE, 3, LEAF, LEAF, LEAF, LEAF, LEAF, LEAF, LEAF, LEAF])
-    child0 = np.array([1, 3, 5, 7, 9, 0, 0, 0, 0, 0, 0, 0, 0])
-    child1 = np.array([2, 4, 6, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0])
-    column[[5, 6]] = [1, 3]  # two more hyperplane nodes, children 11/12 and 11/12
-    child0[[5, 6]], child1[[5, 6]] = [11, 11], [12, 12]
+    n, m = 3000, 4
+    # a full tree of depth 3 over nodes 0-6 (node 3 split by another rule), nodes 5 and 6 split again
+    column = np.array([0, 1, 2, OTHER_RULE, 3, 1, 3, LEAF, LEAF, LEAF, LEAF, LEAF, LEAF])
+    children = np.zeros((column.size, 2), dtype=np.int64)
+    children[:7] = [[1, 2], [3, 4], [5, 6], [7, 8], [9, 10], [11, 12], [11, 12]]
     P = rng.normal(size=(n, m)).astype(dtype)
     P[::50, 0] = 0.25  # exactly on the root's threshold
     P[1::97, 1] = np.nan
+    P[2::89, 2] = np.inf
+    abs_sums = rng.uniform(0, 10, size=n)
+    abs_sums[rng.random(n) < 0.01] = np.nan
+    abs_sums[5::301] = np.inf  # a finite row whose sum overflowed: undecided wherever it meets a hyperplane
     threshold = np.array([0.25, -0.1, 0.3, 0, 0.0, 0.5, -0.5, 0, 0, 0, 0, 0, 0])
-    tolerance = np.full(column.size, 1e-3)
-    args = (column, threshold, tolerance, 1e-30, child0, child1)
+    tolerance = rng.uniform(0, 1e-3, size=column.size)
+    args = (abs_sums, column, threshold, tolerance, 1e-30, children)
     node, status = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int8)
-    walk_projections(X, P, *args, node, status)
-    ref_node, ref_status = reference_walk(X, P, *args)
+    walk_projections(P, *args, node, status)
+    ref_node, ref_status = reference_walk(P, *args)
     np.testing.assert_array_equal(status, ref_status)
     np.testing.assert_array_equal(node, ref_node)
     assert {AT_LEAF, UNDECIDED, NONFINITE} <= set(status.tolist())

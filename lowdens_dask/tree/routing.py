@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..kernels.routing import AT_LEAF, LEAF, NONFINITE, OTHER_RULE, walk_projections
+from ..kernels.routing import AT_LEAF, LEAF, NONFINITE, OTHER_RULE, row_abs_sums, walk_projections
 from .rules import HyperplaneRule
 
 if TYPE_CHECKING:
@@ -41,41 +41,37 @@ class Router:
         size = max(tree.nodes) + 1
         self.column = np.full(size, LEAF, dtype=np.int64)
         self.threshold = np.zeros(size)
-        self.child0 = np.zeros(size, dtype=np.int64)
-        self.child1 = np.zeros(size, dtype=np.int64)
-        directions, norms = [], []
+        self.children = np.zeros((size, 2), dtype=np.int64)
+        directions = []
+        vmax = np.zeros(size)
         for node in tree.nodes.values():
             if node.is_leaf:
                 continue
-            self.child0[node.id], self.child1[node.id] = node.children
+            self.children[node.id] = node.children
             if isinstance(node.rule, HyperplaneRule):
                 self.column[node.id] = len(directions)
                 self.threshold[node.id] = node.rule.b
+                vmax[node.id] = np.abs(node.rule.v).max(initial=0.0)
                 directions.append(node.rule.v)
-                norms.append(np.abs(node.rule.v).max(initial=0.0))
             else:
                 self.column[node.id] = OTHER_RULE
         d = tree.n_features
         self.V = np.ascontiguousarray(np.stack(directions, axis=1) if directions else np.zeros((d, 0)))
         self._V32 = self.V.astype(np.float32)
-        self._vmax = np.zeros(size)
-        self._vmax[self.column >= 0] = norms
-        self._tolerances = {}
+        self._vmax = vmax
 
     def _tolerance(self, dtype: np.dtype) -> tuple[np.ndarray, float]:
         """Per node, a bound on |computed - float64 projection| per unit of ``sum_c |x_c|``, and an absolute slack.
 
         The product in ``dtype`` (directions rounded to it) errs by at most ``(d + 1) u`` times
-        ``sum_c |x_c v_c|`` for any summation order, and the float64 rule by ``d 2**-53`` times the same; the
-        bound doubles their sum, with ``|v_c| <= max |v|``. The slack covers underflow (``d`` subnormal units).
+        ``sum_c |x_c v_c|`` whatever the summation order, and the float64 rule by ``d 2**-53`` times the same;
+        the bound doubles their sum, with ``|v_c| <= max |v|``. The slack covers underflow (``d`` subnormal units).
         """
-        if dtype not in self._tolerances:
-            d = self.tree.n_features
-            info = np.finfo(dtype)
-            factor = 2.0 * ((d + 1) * float(info.eps) / 2 + d * 2.0**-53)
-            slack = 2.0 * (d + 1) * float(info.smallest_subnormal) + 2.0 * (d + 1) * 5e-324
-            self._tolerances[dtype] = (factor * self._vmax, slack)
-        return self._tolerances[dtype]
+        d = self.V.shape[0]
+        info = np.finfo(dtype)
+        factor = 2.0 * ((d + 1) * float(info.eps) / 2 + d * 2.0**-53)
+        slack = 2.0 * (d + 1) * (float(info.smallest_subnormal) + 5e-324)
+        return factor * self._vmax, slack
 
     def walk(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(node, status)`` per row of X (float32 or float64): where the compiled walk stopped, and why
@@ -85,13 +81,15 @@ class Router:
         n = X.shape[0]
         node = np.empty(n, dtype=np.int64)
         status = np.empty(n, dtype=np.int8)
+        abs_sums = np.empty(min(n, ROUTE_BLOCK))
         for start in range(0, n, ROUTE_BLOCK):
             block = X[start : start + ROUTE_BLOCK]
-            P = block @ V
             stop = start + block.shape[0]
+            sums = abs_sums[: block.shape[0]]
+            row_abs_sums(block, sums)
             walk_projections(
-                block, P, self.column, self.threshold, tolerance, slack, self.child0, self.child1,
-                node[start:stop], status[start:stop],
+                block @ V, sums, self.column, self.threshold, tolerance, slack, self.children, node[start:stop],
+                status[start:stop],
             )  # fmt: skip
         return node, status
 
