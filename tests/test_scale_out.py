@@ -13,6 +13,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import PDDP, MDHClustering
 from lowdens_dask.backend import as_dask_array
+from lowdens_dask.tree import grower
 from lowdens_dask.datasets import load_dataset
 
 
@@ -239,15 +240,21 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     assert adjusted_rand_score(y, labels) > 0.99
 
 
-def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store):
-    """Works through a scheduler address; node splits and chunk passes show up as named tasks."""
+def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store, monkeypatch):
+    """Works through a scheduler address; node splits (of summaries above TASK_MIN_ROWS) and chunk passes show up
+    as named tasks."""
     from distributed import get_task_stream
 
     path, X, y = store
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        with Client(cluster.scheduler_address) as c, get_task_stream(c) as ts:
-            model = MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
-            labels = model.labels_.compute()
+        with Client(cluster.scheduler_address) as c:
+            with get_task_stream(c) as ts:  # a small summary: its tree grows in this process
+                MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
+            assert not any(str(t["key"]).startswith("lowdens-split-node-") for t in ts.data)
+            monkeypatch.setattr(grower, "TASK_MIN_ROWS", 0)
+            with get_task_stream(c) as ts:
+                model = MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
+                labels = model.labels_.compute()
     names = {str(t["key"]) for t in ts.data}
     assert any(name.startswith("lowdens-split-node-") for name in names)
     starts = {name.split("-start-")[1][0] for name in names if name.startswith("lowdens-split-node-")}
@@ -266,6 +273,7 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     import lowdens_dask.estimators._base as base_module
 
     monkeypatch.setattr(base_module, "task_slots", lambda: slots)
+    monkeypatch.setattr(grower, "TASK_MIN_ROWS", 0)  # every split in tasks, as for large summaries
     X, _ = mixture(n=20_000, k=6, seed=4)
     model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
     with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.tree.grower"):

@@ -8,7 +8,7 @@ from numba import njit
 #: Lloyd iterations of the chunk-local k-means that builds microclusters (on a sample of the chunk's rows).
 LLOYD_ITERATIONS = 2
 #: The sample holds this many rows per microcluster (or the whole chunk, when it is smaller).
-SAMPLE_ROWS_PER_CENTRE = 32
+SAMPLE_ROWS_PER_CENTRE = 128
 
 
 @njit(cache=True, nogil=True)
