@@ -50,8 +50,10 @@ from lowdens_dask import METHODS
 K, D, CHUNK = 16, 32, 125_000
 POINTERS = (
     "## Other acceptance measurements\n\n- Agreement of summary mode with exact mode: `benchmarks/results/agreement.md` "
-    "(`python benchmarks/agreement.py`).\n- Memory-bounded fit (two 800 MB workers, spilling off, a 2.4 GB zarr array): "
-    "`tests/test_scale_out.py::test_fit_over_array_three_times_a_workers_memory_limit`, run by `.ci/run`."
+    "(`python benchmarks/agreement.py`).\n- Memory-bounded fit (two 400 MB workers at Dask's default memory thresholds, a "
+    "1.28 GB zarr array): `tests/test_scale_out.py::test_fit_over_a_store_three_times_a_workers_memory_limit`, run by "
+    "`.ci/run`.\n- In-memory `predict` with the one-product router against the earlier node-by-node routing: "
+    "`benchmarks/results/routing.md` (`python benchmarks/routing.py`)."
 )
 #: Fits and plain passes are timed this many times (median reported) up to REPEAT_MAX_N rows, once above.
 FIT_REPEATS = 3

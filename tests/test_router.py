@@ -259,3 +259,16 @@ def test_float32_rows_are_not_copied_or_upcast():
         tracemalloc.stop()
     assert peak < X.nbytes / 4, f"peak {peak / 1e6:.1f} MB for {X.nbytes / 1e6:.1f} MB of rows"
     np.testing.assert_array_equal(labels, tree.predict(X.astype(np.float64)))
+
+
+def test_estimator_predict_routes_float32_as_float64_and_skips_nonfinite():
+    from lowdens_dask import MDHClustering
+
+    rng = np.random.default_rng(9)
+    X = mixture(rng, 4000, 6, np.float32)
+    model = MDHClustering(n_clusters=5, random_state=0, nonfinite="skip").fit(X.astype(np.float64))
+    np.testing.assert_array_equal(model.predict(X), model.predict(X.astype(np.float64)))
+    np.testing.assert_array_equal(model.predict(X.astype(np.float64)), model.labels_)
+    X[::9, 3] = np.nan
+    labels = model.predict(X)
+    assert (labels[::9] == -1).all() and (labels[1::9] >= 0).all()

@@ -84,11 +84,13 @@ def labels_with_skipped(labels: np.ndarray, finite: np.ndarray | None) -> np.nda
     return out
 
 
-def predict_rows(estimator, X, predict) -> np.ndarray:
-    """``predict(X)`` on validated in-memory rows; with ``nonfinite="skip"`` rows with NaN or inf get -1."""
+def predict_rows(estimator, X, predict, dtype=np.float64) -> np.ndarray:
+    """``predict(X)`` on validated in-memory rows; with ``nonfinite="skip"`` rows with NaN or inf get -1.
+
+    ``dtype`` as for scikit-learn's ``check_array``: a list keeps X's dtype when it is in the list."""
     reject_strings(X)
     skip = getattr(estimator, "nonfinite", "raise") == "skip"
-    X = validate_data(estimator, X, dtype=np.float64, reset=False, ensure_all_finite=not skip)
+    X = validate_data(estimator, X, dtype=dtype, reset=False, ensure_all_finite=not skip)
     finite = np.isfinite(X).all(axis=1) if skip else None
     if finite is None or finite.all():
         return predict(X)

@@ -132,7 +132,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         check_is_fitted(self)
         if is_chunked_input(X):
             return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
-        return predict_rows(self, X, self.tree_.predict)
+        return predict_rows(self, X, self.tree_.predict, dtype=[np.float64, np.float32])  # float32 routed as it is
 
 
 def _size(node, data, hp) -> float:
