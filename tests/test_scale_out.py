@@ -13,8 +13,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import PDDP, MDHClustering
 from lowdens_dask.backend import as_dask_array
-from lowdens_dask.tree import grower
 from lowdens_dask.datasets import load_dataset
+from lowdens_dask.tree import grower
 
 
 def mixture(n=30_000, k=4, d=6, seed=0):

@@ -44,7 +44,6 @@ from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
 from .cluster_tree import ClusterTree, Node
 
-
 #: In summary mode (``parallel`` > 0), leaves of at least this many rows (microclusters) are split in Dask tasks;
 #: smaller ones here, one restart after the other. Measured on the 10^7-row scale mixture (5,078 microclusters,
 #: 2 workers): growing the tree in tasks took 3.1-3.4 s, here 1.2 s (with two local threads, 1.5 s): a task's
