@@ -345,3 +345,20 @@ def test_fval_index_prefers_the_lowest_density(dermatology):
     X, y = dermatology
     assert v_measure_score(y, MDHClustering(n_clusters=6, split_index="fval").fit(X).labels_) > 0.85
     assert v_measure_score(y, DePDDP(n_clusters=6).fit(X).labels_) > 0.75
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_forced_split_goes_through_the_lowest_density(seed):
+    """No leaf has a valid split: the largest holds one Gaussian, the other a cluster of 150 rows (3.6% of it)
+    beyond MDH's alpha range. force_n_clusters splits the leaf whose best hyperplane has the lowest density, the
+    gap to the small cluster (splitting the largest leaf cut its Gaussian in two: ARI 0.79)."""
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.normal(size=5000) - 20, rng.normal(size=4000) + 10, rng.normal(size=150) + 25])[:, None]
+    y = np.repeat([0, 1, 2], [5000, 4000, 150])
+    with pytest.warns(UserWarning, match="1 of the 2 splits were forced"):
+        model = MDHClustering(n_clusters=3).fit(X)
+    forced = [node for node in model.tree_ if node.forced]
+    assert len(forced) == 1 and forced[0].size == 4150
+    assert adjusted_rand_score(y, model.labels_) > 0.99

@@ -167,8 +167,9 @@ class MDHClustering(_DivisiveClustering):
     min_size : float, default=1
         Each side of a split must hold at least this many points (total weight).
     force_n_clusters : bool, default=True
-        When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, split the leaf the split
-        index prefers with the best hyperplane found for it (the node is marked ``forced`` in ``tree_``)
+        When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, split the leaf whose best
+        hyperplane the projection index prefers (for MDH and dePDDP, the one through the lowest density; ties to
+        the leaf the split index prefers) with that hyperplane (the node is marked ``forced`` in ``tree_``)
         and warn once. False stops at the last valid split (PPCI's ``mddc``; a warning says how many
         clusters were formed).
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize

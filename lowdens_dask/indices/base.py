@@ -131,6 +131,12 @@ class ProjectionIndex:
         """Larger is better: which start's result is kept."""
         return -float(stats.get("fval", math.inf))
 
+    @classmethod
+    def forced_score(cls, stats: dict) -> float:
+        """Larger is better: when no leaf has a valid split, which leaf's best split ``force_n_clusters`` makes
+        (ties go to the leaf the estimator's split index prefers; by default they all tie)."""
+        return 0.0
+
     def stage_record(self, stage) -> dict:
         """Parameters recorded for the stage a result comes from."""
         return {}

@@ -14,6 +14,7 @@ LLOYD_ITERATIONS = 2
 #: gave 0.998; 4 iterations on 128 rows give 1.000, as full-chunk Lloyd iterations did.
 SAMPLE_ROWS_PER_CENTRE = 128
 SAMPLE_LLOYD_ITERATIONS = 4
+FULL_LLOYD_ITERATIONS = 0
 
 
 @njit(cache=True, nogil=True)
@@ -36,6 +37,47 @@ def group_sums(x, labels, k):
             s += v * v
         sq[j] += s
     return counts, sums, sq
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _squared_distance(x, i, c):
+    s = 0.0
+    for j in range(x.shape[1]):
+        t = np.float64(x[i, j]) - np.float64(x[c, j])
+        s += t * t
+    return s
+
+
+@njit(cache=True, nogil=True)
+def kmeanspp_indices(x, u):
+    """k-means++ seeding (Arthur & Vassilvitskii, SODA 2007): ``len(u)`` row indices of x. The first is row
+    ``floor(u[0] * n)``; each next one is drawn with probability proportional to the squared distance to the
+    nearest row drawn so far, as the first row whose cumulative share exceeds ``u[j]`` (uniformly when every
+    row coincides with a drawn one). O(len(u) * n * d)."""
+    n = x.shape[0]
+    k = u.shape[0]
+    idx = np.empty(k, dtype=np.int64)
+    idx[0] = min(int(u[0] * n), n - 1)
+    d2 = np.empty(n)
+    for i in range(n):
+        d2[i] = _squared_distance(x, i, idx[0])
+    for j in range(1, k):
+        total = 0.0
+        for i in range(n):
+            total += d2[i]
+        pick = min(int(u[j] * n), n - 1)
+        if total > 0.0:
+            target = u[j] * total
+            acc = 0.0
+            for i in range(n):
+                acc += d2[i]
+                if acc > target:
+                    pick = i
+                    break
+        idx[j] = pick
+        for i in range(n):
+            d2[i] = min(d2[i], _squared_distance(x, i, pick))
+    return idx
 
 
 #: Rows whose distances to the centres are computed at once: bounds a chunk task's working memory
@@ -63,10 +105,12 @@ def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
     """Summarise the rows of one chunk by k-means: ``(counts, means, spread)`` of non-empty clusters.
 
     ``spread`` is each microcluster's mean squared distance to its mean. The centres come from Lloyd
-    iterations on a sample of ``SAMPLE_ROWS_PER_CENTRE * k`` rows drawn with ``seed`` (all rows when the chunk
-    has no more), started from k distinct rows of it; every row is then
-    assigned once to its nearest centre, and the microclusters are those cells: a chunk of n rows costs one
-    n x k product, whatever the iterations. Distances are computed by BLAS in the chunk's own precision
+    iterations on a sample of ``SAMPLE_ROWS_PER_CENTRE * k`` rows drawn with ``seed``, started from k-means++
+    seeds (:func:`kmeanspp_indices`: a small group of rows far from the rest gets a centre of its own, where
+    uniform seeds on a sample often leave it to share a centre, and so a microcluster, with its neighbour);
+    chunks with no more rows iterate on all of them from k distinct random rows. Every row is then assigned
+    once to its nearest centre, and the microclusters are those cells: a chunk of n rows costs one n x k
+    product, whatever the iterations. Distances are computed by BLAS in the chunk's own precision
     (float32 stays float32); sums and means accumulate in float64.
     """
     n = x.shape[0]
@@ -78,11 +122,19 @@ def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
     x = np.ascontiguousarray(x)
     rng = np.random.default_rng(seed)
     m = SAMPLE_ROWS_PER_CENTRE * k
-    sample = x if n <= m else x[np.sort(rng.choice(n, size=m, replace=False))]
-    centres = sample[np.sort(rng.choice(sample.shape[0], size=k, replace=False))].astype(np.float64)
+    if n <= m:
+        sample = x
+        centres = x[np.sort(rng.choice(n, size=k, replace=False))].astype(np.float64)
+    else:
+        sample = x[np.sort(rng.choice(n, size=m, replace=False))]
+        centres = sample[kmeanspp_indices(sample, rng.random(k))].astype(np.float64)
     buf = np.empty((min(n, ASSIGN_BLOCK), k), dtype=x.dtype)
     for _ in range(LLOYD_ITERATIONS if n <= m else SAMPLE_LLOYD_ITERATIONS):
         counts, sums, _ = group_sums(sample, _assign(sample, centres, buf), centres.shape[0])
+        keep = counts > 0
+        centres = sums[keep] / counts[keep, None]
+    for _ in range(0 if n <= m else FULL_LLOYD_ITERATIONS):
+        counts, sums, _ = group_sums(x, _assign(x, centres, buf), centres.shape[0])
         keep = counts > 0
         centres = sums[keep] / counts[keep, None]
     counts, sums, sq = group_sums(x, _assign(x, centres, buf), centres.shape[0])

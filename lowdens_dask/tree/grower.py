@@ -19,7 +19,8 @@ Each split computed is logged (``lowdens_dask`` loggers, INFO): the node, its si
 and the passes over the rows.
 
 When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
-leaf that ``rank`` prefers with the best hyperplane found for it, moved to the mean of the leaf along its
+leaf whose best split the index prefers (``forced_score``: for the density indices, the split through the
+lowest density; ties go to the leaf ``rank`` prefers) with that hyperplane, moved to the mean of the leaf along its
 normal if it leaves a side below ``min_size`` (the node is marked ``forced``); with ``force=False``
 growth stops at the last valid split.
 """
@@ -150,7 +151,8 @@ def grow_tree(
             candidates = [leaf for leaf in leaves if leaf not in stuck and found[leaf] is not None]
             if not candidates:
                 break
-        leaf = max(candidates, key=score)
+        index = get_index(method)
+        leaf = max(candidates, key=(lambda c: (index.forced_score(found[c].stats), score(c))) if forced else score)
         compute(leaf)
         if not (valid(leaf) or forced):
             continue
@@ -295,7 +297,10 @@ def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> No
         _split_task(method, data[c], params, min_size, j, dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}")
         for c, j in jobs
     ]
-    results = dask.compute(*tasks)
+    literal = sum(leaves[c].X.nbytes for c in nodes if not leaves[c].chunked)
+    # the rows are in the graph on purpose (see above): no "large graph" warning for them
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": f"{literal + 10 * 2**20}B"}):
+        results = dask.compute(*tasks)
     for c in nodes:
         found[c] = _combine([r for (cc, _), r in zip(jobs, results) if cc == c], method)
 
