@@ -259,3 +259,33 @@ def test_microcluster_assignment_is_blocked_and_exact():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 1.5 * chunk.nbytes, peak  # the n x k float32 scores alone would be 4 x chunk.nbytes
+
+
+def reference_kmeanspp(x, u):
+    """k-means++ seeding in numpy: squared distances to the nearest chosen row, cumulative shares."""
+    x = x.astype(np.float64)
+    idx = [min(int(u[0] * len(x)), len(x) - 1)]
+    d2 = ((x - x[idx[0]]) ** 2).sum(axis=1)
+    for j in range(1, len(u)):
+        total = d2.sum()
+        pick = min(int(u[j] * len(x)), len(x) - 1)
+        if total > 0:
+            pick = int(np.searchsorted(np.cumsum(d2), u[j] * total, side="right"))
+        idx.append(pick)
+        d2 = np.minimum(d2, ((x - x[pick]) ** 2).sum(axis=1))
+    return np.array(idx)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kmeanspp_seeding_matches_numpy_reference(dtype):
+    from lowdens_dask.kernels.summaries import kmeanspp_indices
+
+    rng = np.random.default_rng(3)
+    for n, d, k in [(2000, 5, 40), (300, 2, 300), (50, 3, 60)]:
+        x = rng.normal(size=(n, d)).astype(dtype)
+        x[: n // 10] = x[0]  # repeated rows: zero distances
+        u = rng.random(k)
+        np.testing.assert_array_equal(kmeanspp_indices(x, u), reference_kmeanspp(x, u))
+    # a far, small group gets a seed: 20 rows at distance 50 among 2000
+    x = np.vstack([rng.normal(size=(1980, 4)), rng.normal(size=(20, 4)) + 50]).astype(dtype)
+    assert (kmeanspp_indices(x, rng.random(8)) >= 1980).any()
