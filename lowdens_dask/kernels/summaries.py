@@ -8,13 +8,11 @@ from numba import njit
 #: Lloyd iterations of the chunk-local k-means that builds microclusters, on all the chunk's rows when it has at
 #: most ``SAMPLE_ROWS_PER_CENTRE`` per microcluster ...
 LLOYD_ITERATIONS = 2
-#: ... and on a sample of that many rows per microcluster otherwise (each iteration on the sample costs a
-#: fraction of the one assignment of every row that follows it). On the 10^7-row scale mixture, 32 rows per
-#: centre missed small components in some chunks (ARI 0.92 against the truth), and 2 iterations on 128 rows
-#: gave 0.998; 4 iterations on 128 rows give 1.000, as full-chunk Lloyd iterations did.
+#: ... and on a sample of that many rows per microcluster otherwise, from k-means++ seeds (each iteration on
+#: the sample costs a fraction of the one assignment of every row that follows it). On the 10^7-row scale
+#: mixture (benchmarks/scale.py) this gives ARI 1.000 against the truth, as full-chunk Lloyd iterations did.
 SAMPLE_ROWS_PER_CENTRE = 128
 SAMPLE_LLOYD_ITERATIONS = 4
-FULL_LLOYD_ITERATIONS = 0
 
 
 @njit(cache=True, nogil=True)
@@ -131,10 +129,6 @@ def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
     buf = np.empty((min(n, ASSIGN_BLOCK), k), dtype=x.dtype)
     for _ in range(LLOYD_ITERATIONS if n <= m else SAMPLE_LLOYD_ITERATIONS):
         counts, sums, _ = group_sums(sample, _assign(sample, centres, buf), centres.shape[0])
-        keep = counts > 0
-        centres = sums[keep] / counts[keep, None]
-    for _ in range(0 if n <= m else FULL_LLOYD_ITERATIONS):
-        counts, sums, _ = group_sums(x, _assign(x, centres, buf), centres.shape[0])
         keep = counts > 0
         centres = sums[keep] / counts[keep, None]
     counts, sums, sq = group_sums(x, _assign(x, centres, buf), centres.shape[0])
