@@ -20,8 +20,8 @@ and the passes over the rows.
 
 When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
 leaf whose best split the index prefers (``forced_score``: for the density indices, the split through the
-lowest density; ties go to the leaf ``rank`` prefers) with that hyperplane, moved to the mean of the leaf along its
-normal if it leaves a side below ``min_size`` (the node is marked ``forced``); with ``force=False``
+lowest density; ties go to the leaf ``rank`` prefers) with that hyperplane, moved to the mean of the leaf
+along its normal if it leaves a side below ``min_size`` (the node is marked ``forced``); with ``force=False``
 growth stops at the last valid split.
 """
 
@@ -134,6 +134,9 @@ def grow_tree(
         value = float(rank(tree.nodes[leaf], leaves[leaf], found.get(leaf)))
         return -math.inf if math.isnan(value) else value
 
+    def forced_score(leaf: int) -> tuple[float, float]:
+        return get_index(method).forced_score(found[leaf].stats), score(leaf)
+
     def valid(leaf: int) -> bool:
         return found[leaf] is not None and found[leaf].valid
 
@@ -151,8 +154,7 @@ def grow_tree(
             candidates = [leaf for leaf in leaves if leaf not in stuck and found[leaf] is not None]
             if not candidates:
                 break
-        index = get_index(method)
-        leaf = max(candidates, key=(lambda c: (index.forced_score(found[c].stats), score(c))) if forced else score)
+        leaf = max(candidates, key=forced_score if forced else score)
         compute(leaf)
         if not (valid(leaf) or forced):
             continue
