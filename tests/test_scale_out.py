@@ -346,3 +346,15 @@ def test_chunks_are_labelled_by_blocks_of_rows():
     assert max(calls) <= LABEL_BLOCK and len(calls) == 3
     np.testing.assert_array_equal(labels[~finite], -1)
     np.testing.assert_array_equal(labels[finite], tree.predict(X[finite]))
+
+
+def test_freed_heap_kept_on_a_worker_is_bounded_by_its_memory_limit():
+    """glibc keeps 256 MB of freed heap on large workers, but 1/16 of the limit on small ones: 256 MB kept on a
+    400 MB worker held it over Dask's pause threshold (320 MB), and a paused worker runs no task."""
+    from lowdens_dask.backend.chunked import malloc_thresholds
+
+    assert malloc_thresholds(None) == (256 * 2**20, 64 * 2**20)
+    assert malloc_thresholds(16e9) == (256 * 2**20, 64 * 2**20)
+    trim, mmap = malloc_thresholds(400e6)
+    assert trim == 25_000_000 and mmap == 6_250_000
+    assert 270e6 + trim < 0.8 * 400e6  # an idle worker's RSS (measured: 254-267 MB) plus what is kept

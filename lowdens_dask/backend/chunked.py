@@ -426,18 +426,22 @@ def large_allocations_from_the_heap() -> bool:
     and 1/16 of the worker's memory limit (a quarter of that for the mmap threshold): memory kept for reuse
     still counts against the limit, and a worker over Dask's pause threshold runs no task. Returns whether the
     settings were made (glibc only)."""
-    keep = _KEEP_FREED_BYTES
-    limit = _worker_memory_limit()
-    if limit:
-        keep = int(min(keep, limit / 16))
     try:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        settings = ((_M_TRIM_THRESHOLD, keep), (_M_MMAP_THRESHOLD, max(keep // 4, 128 * 2**10)))
+        settings = zip((_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD), malloc_thresholds(_worker_memory_limit()))
         return all(libc.mallopt(param, value) == 1 for param, value in settings)
     except (OSError, AttributeError):  # not glibc
         return False
+
+
+def malloc_thresholds(memory_limit: float | None) -> tuple[int, int]:
+    """``(trim threshold, mmap threshold)`` in bytes for a worker with this memory limit (None: no limit): the
+    freed heap kept is 256 MB and at most 1/16 of the limit, the mmap threshold a quarter of that (128 KiB at
+    least)."""
+    keep = _KEEP_FREED_BYTES if not memory_limit else int(min(_KEEP_FREED_BYTES, memory_limit / 16))
+    return keep, max(keep // 4, 128 * 2**10)
 
 
 def _worker_memory_limit() -> float | None:
