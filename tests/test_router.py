@@ -7,6 +7,7 @@ import tracemalloc
 import dask.array as da
 import numpy as np
 import pytest
+from test_routing import subtree  # the node and its descendants
 
 from lowdens_dask import ClusterTree
 from lowdens_dask.kernels.routing import (
@@ -177,7 +178,7 @@ def test_rows_on_and_next_to_hyperplanes(dtype):
     for node in tree.nodes.values():  # move each threshold onto (or next to) a row of the node
         if node.is_leaf:
             continue
-        below = np.flatnonzero(np.isin(ids, list(_subtree(tree, node.id))))
+        below = np.flatnonzero(np.isin(ids, list(subtree(tree, node.id))))
         on = float(X[below[0]].astype(np.float64) @ node.rule.v)
         node.rule.b = [on, np.nextafter(on, np.inf), np.nextafter(on, -np.inf)][node.id % 3]
     projections = X.astype(np.float64) @ np.stack([n.rule.v for n in tree.nodes.values() if not n.is_leaf], axis=1)
@@ -200,20 +201,11 @@ def test_rows_within_rounding_of_a_threshold(dtype):
     for node in tree.nodes.values():
         if node.is_leaf:
             continue
-        row = X[np.flatnonzero(np.isin(ids, list(_subtree(tree, node.id))))[0]].astype(np.float64)
+        row = X[np.flatnonzero(np.isin(ids, list(subtree(tree, node.id))))[0]].astype(np.float64)
         sign = 1.0 if node.id % 2 else -1.0
         node.rule.b = float(row @ node.rule.v + sign * 1e-10 * np.abs(row).sum())
         ids = route_node_by_node(tree, X)
     np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
-
-
-def _subtree(tree, node_id):
-    out, stack = set(), [node_id]
-    while stack:
-        node = tree.nodes[stack.pop()]
-        out.add(node.id)
-        stack.extend(node.children or ())
-    return out
 
 
 def test_nonfinite_rows_route_as_the_rules_do_and_label_minus_one_in_chunks():
