@@ -4,7 +4,12 @@ suffix names.
 
 Zarr and ``.npy`` are read chunk by chunk wherever the chunks are computed, so they scale; a ``.csv`` file is
 parsed in the reading process (use zarr or parquet for data beyond one machine's memory); parquet is read per
-row group through dask.dataframe.
+row group through dask.dataframe. :func:`read_input` also says what was read (:class:`InputInfo`, whose
+``str()`` is a one-line report); every input error is a one-line ``ValueError`` (``FileNotFoundError`` for a
+missing path) that names the path and what was expected.
+
+A CSV's first row is data when every field is a number, else a header (see :func:`open_input`); values may be
+separated by commas, or by spaces or tabs as ``np.savetxt`` writes them without a delimiter.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -12,6 +17,9 @@ row group through dask.dataframe.
 from __future__ import annotations
 
 import os
+import re
+import warnings
+from dataclasses import dataclass
 
 import dask.array as da
 import numpy as np
@@ -39,13 +47,45 @@ def _row_chunks(n_rows: int, n_cols: int, itemsize: int) -> int:
     return max(1, min(n_rows, DEFAULT_ROW_CHUNK_BYTES // max(1, n_cols * itemsize)))
 
 
+#: What an input path may name (the end of a "expected ..." message).
+_EXPECTED_INPUT = (
+    "expected a zarr array, a zarr group holding one 2-D array, an array inside a group (group.zarr/X), "
+    "or a .npy, .csv, .csv.gz or .parquet file"
+)
+
+
+@dataclass(frozen=True)
+class InputInfo:
+    """What :func:`read_input` read: ``format`` is ``"zarr"``, ``"npy"``, ``"csv"`` or ``"parquet"``; ``header``
+    (CSV only, else ``None``) whether the first row was taken as a header; ``delimiter`` (CSV only) ``","`` or
+    ``"whitespace"``. ``str()`` is a one-line report, e.g. ``"x.npy: 200,000 rows × 10 columns, float32 (npy)"``."""
+
+    path: str
+    format: str
+    n_rows: int
+    n_columns: int
+    dtype: str
+    header: bool | None = None
+    delimiter: str | None = None
+
+    def __str__(self) -> str:
+        detail = [self.format]
+        if self.format == "csv":
+            if self.delimiter == "whitespace":
+                detail.append("whitespace-separated")
+            detail.append("first row read as a header" if self.header else "no header row")
+        rows = f"{self.n_rows:,} row{'' if self.n_rows == 1 else 's'}"
+        cols = f"{self.n_columns:,} column{'' if self.n_columns == 1 else 's'}"
+        return f"{self.path}: {rows} × {cols}, {self.dtype} ({', '.join(detail)})"
+
+
 class _NpyRows:
     """Rows of a ``.npy`` file, memory-mapped on first access in the process that reads them (so a task
     carries the path, not the data)."""
 
     def __init__(self, path: str):
         self.path = path
-        header = np.load(path, mmap_mode="r")
+        header = _load_npy(path, mmap_mode="r")
         self.shape, self.dtype, self.ndim = header.shape, header.dtype, header.ndim
         self._mmap = None
 
@@ -58,48 +98,320 @@ class _NpyRows:
         return {**self.__dict__, "_mmap": None}
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception's message on one line (the part after dask's "Original Message:" when it wraps one)."""
+    text = str(exc)
+    if "Original Message:" in text:
+        text = text.split("Original Message:", 1)[1]
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return "; ".join(lines) or type(exc).__name__
+
+
+def _is_url(path: str) -> bool:
+    return "://" in path
+
+
+def _require_exists(path: str) -> None:
+    """A missing local path is a ``FileNotFoundError`` naming it; URLs are left to the reader."""
+    if not _is_url(path) and not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist.")
+
+
+def _require_local_file(path: str, what: str) -> None:
+    """A missing local file is a ``FileNotFoundError``, a directory where a file is expected a ``ValueError``,
+    each naming ``path``. URLs are left to the reader."""
+    _require_exists(path)
+    if not _is_url(path) and os.path.isdir(path):
+        raise ValueError(f"{path} is a directory; expected {what}.")
+
+
+def _load_npy(path: str, mmap_mode: str | None = None) -> np.ndarray:
+    """``np.load`` of a ``.npy`` file, where a file that is not one (empty, truncated, pickled objects) is a
+    ``ValueError`` naming the path."""
+    _require_local_file(path, "a .npy file written by numpy.save")
+    try:
+        return np.load(path, mmap_mode=mmap_mode)
+    except (EOFError, ValueError, OSError) as exc:
+        size = os.path.getsize(path)
+        why = "the file is empty (0 bytes)" if size == 0 else f"it is not a readable .npy array ({_one_line(exc)})"
+        raise ValueError(f"{path}: {why}; expected an array written by numpy.save.") from None
+
+
+_ZARR_MARKERS = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
+
+
+def _check_zarr_path(path: str, expected: str) -> None:
+    """A local path handed to zarr must be a zarr array or group: a missing path is a ``FileNotFoundError``,
+    a plain file of another format or a directory without zarr metadata a ``ValueError``; each names it."""
+    if _is_url(path):
+        return
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} does not exist.")
+    if not os.path.isdir(path):
+        raise ValueError(
+            f"{path}: unknown input format (not a directory, and the name does not end in .npy, .csv, .csv.gz, "
+            f".parquet or .pq); {expected}."
+        )
+    if not any(os.path.exists(os.path.join(path, marker)) for marker in _ZARR_MARKERS):
+        entries = sorted(os.listdir(path))
+        held = "it is empty" if not entries else "it holds " + ", ".join(entries[:5])
+        held += ", ..." if len(entries) > 5 else ""
+        raise ValueError(
+            f"{path} is a directory but not a zarr array or group (no zarr.json / .zarray; {held}); {expected}."
+        )
+
+
 def _check_numeric_columns(frame, path: str):
     """``frame`` (pandas or dask) when every column is numeric; a non-numeric column is an error."""
     import pandas as pd
 
     wrong = [str(c) for c, t in frame.dtypes.items() if not pd.api.types.is_numeric_dtype(t) or t == bool]
     if wrong:
-        raise ValueError(f"{path}: the columns {wrong} are not numeric; every column is a feature.")
+        hint = ""
+        if len(frame.columns) == 1:
+            hint = (
+                " The file has one column after splitting on ','; if its values are separated by another "
+                "character (';', '|'), write it with commas."
+            )
+        raise ValueError(f"{path}: the columns {wrong} are not numeric; every column is a feature.{hint}")
     return frame
 
 
-def open_input(path: str | os.PathLike, storage_options: dict | None = None) -> da.Array:
-    """The rows at ``path`` as a 2-D Dask array: a zarr array (a path zarr opens as a 2-D array, or
-    ``group.zarr/X``), ``.npy``, ``.csv`` (a header line, every column a numeric feature) or parquet (every
-    column a numeric feature). A missing file, a wrong shape or dtype, or an empty array is a ``ValueError``
-    (or ``FileNotFoundError``) that names the path."""
+# -- CSV ---------------------------------------------------------------------------------------------------
+
+#: Strings pandas reads as a missing value by default: in a first row they are not evidence of a header.
+_NA_STRINGS = frozenset(
+    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|nan|null".split("|")
+)
+
+
+def _is_number_or_missing(field: str) -> bool:
+    field = field.strip()
+    if len(field) >= 2 and field[0] == field[-1] and field[0] in "\"'":
+        field = field[1:-1].strip()
+    if field == "" or field in _NA_STRINGS:
+        return True
+    if not field.isascii() or "_" in field:
+        return False
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+class _CsvLines:
+    """The first non-blank lines of a CSV file (plain or compressed, local or an fsspec URL), read one at a
+    time: deciding on the header reads the first line only."""
+
+    def __init__(self, path: str, storage_options: dict | None):
+        import fsspec
+
+        self.path = path
+        try:
+            opened = fsspec.open(
+                path, "rt", compression="infer", encoding="utf-8", errors="replace", **(storage_options or {})
+            )
+            self._file = opened.open()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path} does not exist.") from None
+        except IsADirectoryError:
+            raise ValueError(f"{path} is a directory; expected a CSV file.") from None
+
+    def next(self) -> str | None:
+        try:
+            for line in self._file:
+                line = line.lstrip("\ufeff").strip()
+                if line:
+                    return line
+        except (EOFError, OSError) as exc:
+            raise ValueError(f"{self.path}: cannot read the file ({_one_line(exc)}); expected a CSV file.") from None
+        return None
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _is_pandas_default_header(fields: list[str], second: str | None, sep: str) -> bool:
+    """Whether a first row of numbers is the column names ``0,1,…,n-1`` that ``DataFrame.to_csv`` writes for a
+    frame without names (n ≥ 2), followed by a row that is not all integers (so not more rows like it)."""
+    if len(fields) < 2 or [f.strip() for f in fields] != [str(i) for i in range(len(fields))] or second is None:
+        return False
+    values = second.split(",") if sep == "," else second.split()
+    return any(re.fullmatch(r"[+-]?\d+", v.strip()) is None for v in values)
+
+
+def _sniff_csv(path: str, storage_options: dict | None, header: bool | None, what: str) -> tuple[bool, str]:
+    r"""``(header, sep)`` for the CSV at ``path``. ``sep`` is ``","``, or ``r"\s+"`` for values separated by
+    spaces or tabs (``np.savetxt`` without a delimiter). ``header`` as given, or (``None``) whether the first
+    line has a field that is neither a number nor empty (nor a missing-value mark such as ``NA``); a first
+    line ``0,1,…,n-1`` followed by a row with a non-integer value is also a header (pandas' default column
+    names). Reads the first line, and the second only in those two cases: a first line without commas with
+    several space-separated fields that are not all numbers, or the line ``0,1,…,n-1``."""
+    if header not in (None, True, False):
+        raise ValueError(f"header must be True, False or None (decide from the first row); got {header!r}.")
+    lines = _CsvLines(path, storage_options)
+    try:
+        first = lines.next()
+        if first is None:
+            raise ValueError(f"{path}: the file is empty; expected {what}.")
+        second = ...  # read on demand
+        sep, fields = ",", first.split(",")
+        if "," not in first and len(first.split()) >= 2:
+            spaced = first.split()
+            if all(_is_number_or_missing(f) for f in spaced):
+                sep, fields = r"\s+", spaced
+            else:  # a header line without commas: spaces in the data rows tell
+                second = lines.next()
+                if second is not None and "," not in second and len(second.split()) >= 2:
+                    sep, fields = r"\s+", spaced
+        text = [f.strip() for f in fields if not _is_number_or_missing(f)]
+        if header is None:
+            header = bool(text)
+            if not header and [f.strip() for f in fields] == [str(i) for i in range(len(fields))]:
+                if second is ...:
+                    second = lines.next()
+                header = _is_pandas_default_header(fields, second, sep)
+                if not header and len(fields) >= 2:
+                    warnings.warn(
+                        f"{path}: the first row is {first!r}, like pandas' default column names, but the rows "
+                        f"after it are integers too; it is read as data. Say that the file has a header if it "
+                        f"is one.",
+                        UserWarning,
+                        stacklevel=4,
+                    )
+        elif header is False and text:
+            raise ValueError(
+                f"{path}: the first row is read as data (no header), but it has fields that are not numbers: "
+                f"{text[:5]}."
+            )
+    finally:
+        lines.close()
+    return header, sep
+
+
+def _read_csv(path: str, storage_options: dict | None, header: bool | None, what: str):
+    """``(frame, header, sep)``: the CSV at ``path`` in one pandas read (C engine), its header decided by
+    :func:`_sniff_csv`. Ragged rows and a file without data rows are ``ValueError``s naming the path."""
+    import pandas as pd
+
+    header, sep = _sniff_csv(path, storage_options, header, what)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pd.errors.ParserWarning)
+        try:
+            frame = pd.read_csv(
+                path,
+                header=0 if header else None,
+                sep=sep,
+                engine="c",
+                index_col=False,
+                low_memory=False,
+                storage_options=storage_options,
+            )
+        except pd.errors.EmptyDataError:
+            frame = None
+        except pd.errors.ParserError as exc:
+            found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+            if found:
+                n, line, saw = found.groups()
+                raise ValueError(
+                    f"{path}: line {line} has {saw} fields; expected {n}, like the rows before it (ragged rows)."
+                ) from None
+            raise ValueError(f"{path}: cannot parse as CSV ({_one_line(exc)}).") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text ({_one_line(exc)}); expected a CSV file.") from None
+    for w in caught:
+        if issubclass(w.category, pd.errors.ParserWarning) and "does not match length" in str(w.message):
+            raise ValueError(
+                f"{path}: the first data row has more fields than the header row; expected the same number "
+                f"in every row (ragged rows)."
+            )
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if frame is None or frame.shape[0] == 0:
+        after = " after the header line" if header else ""
+        raise ValueError(f"{path}: the file has no data rows{after}; expected {what}.")
+    return frame, header, sep
+
+
+# -- inputs ------------------------------------------------------------------------------------------------
+
+
+def read_input(
+    path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None
+) -> tuple[da.Array, InputInfo]:
+    """The rows at ``path`` as a 2-D Dask array, and what was read (:class:`InputInfo`; ``str()`` of it is a
+    one-line report). The formats are those of :func:`open_input`; ``header`` applies to CSV only."""
     path = os.fspath(path)
     kind = input_format(path)
+    delimiter = None
     if kind == "zarr":
-        X = as_dask_array(path, storage_options=storage_options)
+        _check_zarr_path(path, _EXPECTED_INPUT)
+        try:
+            X = as_dask_array(path, storage_options=storage_options)
+        except ValueError as exc:  # zarr's NodeNotFoundError is also a FileNotFoundError
+            raise ValueError(_one_line(exc) if path in str(exc) else f"{path}: {_one_line(exc)}") from None
     elif kind == "npy":
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"No such file: {path!r}.")
         rows = _NpyRows(path)
+        if 0 in rows.shape:
+            raise ValueError(
+                f"{path}: the array is empty (shape {rows.shape}); expected a 2-D array (rows, features) with "
+                f"at least one row and one column."
+            )
         if rows.ndim != 2:
             raise ValueError(f"{path}: expected a 2-D array (rows, features); it has shape {rows.shape}.")
         chunks = (_row_chunks(rows.shape[0], rows.shape[1], rows.dtype.itemsize), rows.shape[1])
         X = da.from_array(rows, chunks=chunks, name=f"from-npy-{_file_token(path)}", asarray=False)
     elif kind == "csv":
-        import pandas as pd
-
-        frame = _check_numeric_columns(pd.read_csv(path, storage_options=storage_options), path)
-        values = frame.to_numpy()
+        frame, header, sep = _read_csv(
+            path, storage_options, header, "rows of comma-separated numbers, optionally after a header line"
+        )
+        delimiter = "," if sep == "," else "whitespace"
+        values = _check_numeric_columns(frame, path).to_numpy()
         X = da.from_array(values, chunks=(_row_chunks(*values.shape, values.dtype.itemsize), values.shape[1]))
     else:
         import dask.dataframe as dd
 
-        frame = _check_numeric_columns(dd.read_parquet(path, storage_options=storage_options), path)
-        X = frame.to_dask_array(lengths=True)
-    X = as_dask_array(X)
+        _require_exists(path)  # a file, or a directory of parquet files
+        try:
+            frame = dd.read_parquet(path, storage_options=storage_options)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path} does not exist.") from None
+        except (ValueError, OSError) as exc:
+            raise ValueError(f"{path}: cannot read as parquet ({_one_line(exc)}).") from None
+        X = _check_numeric_columns(frame, path).to_dask_array(lengths=True)
+    if kind != "zarr":
+        try:
+            X = as_dask_array(X)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {_one_line(exc)}") from None
     if X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{path}: the array is empty (shape {X.shape}).")
-    return X
+        raise ValueError(f"{path}: the array is empty (shape {X.shape}); expected at least one row and one column.")
+    info = InputInfo(
+        path=path,
+        format=kind,
+        n_rows=int(X.shape[0]),
+        n_columns=int(X.shape[1]),
+        dtype=str(X.dtype),
+        header=header if kind == "csv" else None,
+        delimiter=delimiter,
+    )
+    return X, info
+
+
+def open_input(
+    path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None
+) -> da.Array:
+    """The rows at ``path`` as a 2-D Dask array: a zarr array (a path zarr opens as a 2-D array, or
+    ``group.zarr/X``), ``.npy``, ``.csv``/``.csv.gz`` (every column a numeric feature) or parquet (every
+    column a numeric feature). A missing file, a wrong shape or dtype, or an empty array is a ``ValueError``
+    (or ``FileNotFoundError``) that names the path. See :func:`read_input` for what was read.
+
+    CSV: values separated by commas, or by spaces/tabs (as ``np.savetxt`` writes without a delimiter).
+    ``header=None`` takes the first row as a header when it has a field that is not a number (an empty field
+    or ``NA`` counts as a number), and as data when every field is a number, except the line ``0,1,…,n-1``
+    before a row with a non-integer value (the column names ``DataFrame.to_csv`` writes for a frame without
+    names), which is a header. ``header=True``/``False`` say whether the first row is a header."""
+    return read_input(path, storage_options, header)[0]
 
 
 def _file_token(path: str) -> str:
@@ -107,29 +419,49 @@ def _file_token(path: str) -> str:
     return tokenize(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
 
 
-def load_labels(path: str | os.PathLike, storage_options: dict | None = None) -> np.ndarray:
+def load_labels(
+    path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None
+) -> np.ndarray:
     """True labels from a 1-D zarr array or ``.npy`` file, or from a ``.csv``/parquet file's only column (or
-    its column named ``label``)."""
+    its column named ``label``). A CSV's header is decided as in :func:`open_input`; without one, the file
+    must have one column."""
     path = os.fspath(path)
     kind = input_format(path)
-    if kind in ("csv", "parquet"):
+    if kind == "csv":
+        expected = "one label per line, optionally after a header line"
+        frame, header, _ = _read_csv(path, storage_options, header, expected)
+        if header and "label" in frame.columns:
+            return frame["label"].to_numpy()
+        if frame.shape[1] != 1:
+            raise ValueError(
+                f"{path}: expected one column of labels, or a header naming a 'label' column; the file has "
+                f"{frame.shape[1]} columns" + ("." if header else " and no header row (its first row is all numbers).")
+            )
+        return frame.iloc[:, 0].to_numpy()
+    if kind == "parquet":
         import pandas as pd
 
-        read = pd.read_csv if kind == "csv" else pd.read_parquet
-        frame = read(path, storage_options=storage_options)
+        _require_exists(path)
+        frame = pd.read_parquet(path, storage_options=storage_options)
         if "label" in frame.columns:
             return frame["label"].to_numpy()
         if frame.shape[1] != 1:
             raise ValueError(f"{path}: expected one column of labels, or a column named 'label'.")
         return frame.iloc[:, 0].to_numpy()
     if kind == "npy":
-        labels = np.load(path)
+        labels = _load_npy(path)
     else:
         import zarr
 
-        labels = zarr.open_array(path, mode="r", storage_options=storage_options)[...]
+        _check_zarr_path(path, "expected a 1-D zarr array, or a .npy, .csv or .parquet file of labels")
+        try:
+            labels = zarr.open_array(path, mode="r", storage_options=storage_options)[...]
+        except ValueError as exc:
+            raise ValueError(f"{path}: {_one_line(exc)}; expected a 1-D zarr array of labels.") from None
     if labels.ndim != 1:
         raise ValueError(f"{path}: expected 1-D labels; the array has shape {labels.shape}.")
+    if labels.shape[0] == 0:
+        raise ValueError(f"{path}: the labels are empty; expected one label per row of the input.")
     return labels
 
 
