@@ -4,13 +4,40 @@ Layout::
 
     <root>/<run_id>/attempt-<UTC time>-<random>/   a zarr group: the labels array and the run's attributes
                                             tree.json   the tree, schema-versioned (also in the attributes)
-                                            COMMITTED   written last: the attempt is complete
+                                            CLAIM       written when the attempt starts to commit
+                                            COMMITTED   written last, by the attempt that won: it is complete
 
-Every attempt writes into its own folder and commits by writing its ``COMMITTED`` marker last, so a
-reader, which sees a run's latest committed attempt only, never sees a partial write, on object stores
-too. A failed attempt stays invisible, and a failed re-run of an existing run id leaves the previous
-committed attempt visible. When an attempt commits, the run's other attempts are deleted: re-running a run
-id to completion replaces it, and the store shows one run with that id.
+Every attempt writes into its own folder, so attempts at one run id (two ``lowdens fit --run-id x`` at once)
+never block each other, and a reader sees a run's committed attempt only, never a partial write. A failed
+attempt stays invisible, and a failed re-run of an existing run id leaves the previous committed attempt
+visible.
+
+Committing (:meth:`Attempt.commit`) uses writes of small files and listings only (no rename, no real
+folders, no lock), so it holds on object stores as on a local disk:
+
+1. When an attempt opens it lists the run's attempts that have a ``CLAIM`` (or a ``COMMITTED`` marker):
+   its *base*, the attempts that started to commit before it opened.
+2. To commit it writes its ``CLAIM`` (its claim time, open time and base), then lists the claims again.
+   Another claim that is not in its base, and whose base does not hold this attempt, is a *rival*: the
+   two attempts ran at the same time.
+3. The rule: **the first to commit wins.** A rival that has already written ``COMMITTED`` wins, and this
+   attempt loses. Between two claims that see each other, the one with the smaller key (claim time,
+   attempt name) wins: the other loses at once, and the smaller waits until the larger has withdrawn its
+   claim (it lost) or has written ``COMMITTED`` (it had won without seeing the smaller). A rival that
+   does neither within ``Attempt.race_timeout`` seconds (it died) makes this attempt lose.
+4. The winner writes ``COMMITTED`` (with its base) and then deletes the attempts of its base that are
+   complete: the runs it supersedes. It never deletes an attempt in progress, nor a newer one.
+5. The loser deletes its ``CLAIM`` and then its folder, and ``commit`` raises a ``ValueError`` that says so.
+
+Why two racing commits never both win: of two claims written at about the same time, the listing made after
+the second write sees the first, so at least one attempt sees the other. It loses (the larger key, or a
+committed rival), or it is the smaller and waits until the other has withdrawn (so the other lost). Why
+one of two racing commits wins (when neither dies): the one that sees nothing wins; if both see each other,
+the larger withdraws at once and the smaller then wins. Winners so form a chain in which each holds the one
+before it in its base, and a reader shows the last: a ``COMMITTED`` attempt that no other one's base holds.
+
+A run whose metadata cannot be read (a truncated ``zarr.json``, say) is *damaged*: :meth:`RunsStore.runs`
+leaves it out and :meth:`RunsStore.damaged` reports it with its path and the error.
 
 Built on the public API of lowdens_dask only.
 """
@@ -20,8 +47,11 @@ Built on the public API of lowdens_dask only.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
+import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,12 +62,14 @@ import dask.array as da
 import fsspec
 import numpy as np
 import zarr
+from fsspec.implementations.local import LocalFileSystem
 
 from lowdens_dask import ClusterTree
 
 #: The runs store of the flow and the ``lowdens`` command when none is given.
 DEFAULT_STORE = "./lowdens-runs"
 MARKER = "COMMITTED"
+CLAIM = "CLAIM"
 TREE_FILE = "tree.json"
 LABELS = "labels"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -54,6 +86,15 @@ def check_run_id(run_id: str) -> str:
             f"Invalid run id {run_id!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit."
         )
     return run_id
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or "no message"
+    return f"{type(error).__name__}: {text}"
 
 
 @dataclass(frozen=True)
@@ -85,17 +126,51 @@ class Run:
         return da.from_zarr(self.url, component=LABELS, storage_options=self.storage_options)
 
 
+@dataclass(frozen=True)
+class DamagedRun:
+    """A committed run whose metadata cannot be read back (see :meth:`RunsStore.damaged`)."""
+
+    run_id: str
+    url: str  #: the committed attempt's folder
+    error: str  #: one line: what failed, naming the file where known
+
+
+class RunDamagedError(ValueError):
+    """A committed run whose metadata cannot be read back."""
+
+    def __init__(self, damaged: DamagedRun):
+        self.damaged = damaged
+        super().__init__(f"Run {damaged.run_id!r} is damaged ({damaged.url}): {damaged.error}")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What a run folder's listing says about one attempt."""
+
+    name: str
+    claimed: bool
+    committed: bool
+
+
 class Attempt:
-    """One attempt at writing a run; see :meth:`RunsStore.attempt`."""
+    """One attempt at writing a run; see :meth:`RunsStore.attempt` and the module's notes on committing."""
+
+    #: Seconds a commit waits for a rival that claimed at the same time to withdraw or commit.
+    race_timeout: float = 30.0
 
     def __init__(self, store: RunsStore, run_id: str):
         self.store = store
         self.run_id = run_id
+        self.opened_at = _now()
         self.name = f"attempt-{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{secrets.token_hex(4)}"
         self.path = f"{store.path}/{run_id}/{self.name}"
         self.url = store.url_of(self.path)
+        # The attempts that started to commit before this one opened: a commit among them is not a rival.
+        self.base = frozenset(e.name for e in store._entries(run_id) if e.claimed or e.committed)
         self.group = zarr.open_group(self.url, mode="w", storage_options=store.storage_options)
+        self.claimed_at: str | None = None
         self.committed = False
+        self.discarded = False
 
     def write_labels(self, labels: da.Array) -> None:
         """Write the labels (a 1-D Dask array, in the input's row chunks) into the attempt."""
@@ -111,14 +186,86 @@ class Attempt:
         self.group.attrs.update(json.loads(json.dumps(attrs)))
 
     def commit(self) -> Run:
-        """Write the completion marker (last), then delete the run's other attempts."""
-        committed_at = datetime.now(UTC).isoformat()
-        self.store.fs.pipe_file(f"{self.path}/{MARKER}", committed_at.encode())
+        """Commit the attempt: claim, settle any race with attempts at the same run id, write the
+        ``COMMITTED`` marker last, then delete the older complete attempts it supersedes.
+
+        Raises a ``ValueError`` when another attempt at the run id wins (the first to commit); this attempt's
+        folder is then deleted, and the run stays as the winner wrote it."""
+        if self.committed or self.discarded:
+            raise ValueError(f"Attempt {self.name} at run {self.run_id!r} has already been committed or discarded.")
+        self._claim()
+        return self._settle()
+
+    # The two steps of commit, apart so that the tests can interleave racing commits.
+    def _claim(self) -> None:
+        self.claimed_at = _now()
+        self.store._put(f"{self.path}/{CLAIM}", self._record(claimed_at=self.claimed_at))
+
+    def _settle(self) -> Run:
+        deadline = time.monotonic() + self.race_timeout
+        pause = 0.01
+        while True:
+            rivals = self._rivals()
+            committed = [name for name, _, done in rivals if done]
+            if committed:
+                self._lose(f"was committed by another attempt ({committed[0]}) while this one was running")
+            key = (self.claimed_at, self.name)
+            ahead = [name for name, rival_key, _ in rivals if rival_key < key]
+            if ahead:
+                self._lose(f"is being committed by another attempt ({ahead[0]}) that claimed it first")
+            if not rivals:
+                break
+            if time.monotonic() > deadline:
+                self._lose(
+                    f"was claimed by another attempt ({rivals[0][0]}) that neither committed nor withdrew within "
+                    f"{self.race_timeout:g} s"
+                )
+            time.sleep(pause)
+            pause = min(2 * pause, 0.5)
+        committed_at = _now()
+        self.store._put(f"{self.path}/{MARKER}", self._record(claimed_at=self.claimed_at, committed_at=committed_at))
         self.committed = True
-        for other in self.store._attempts(self.run_id):
-            if other != self.name:
-                self.store.fs.rm(f"{self.store.path}/{self.run_id}/{other}", recursive=True)
-        return self.store.get(self.run_id)
+        for entry in self.store._entries(self.run_id):
+            if entry.name in self.base and entry.committed:  # older and complete: superseded by this one
+                try:
+                    self.store.fs.rm(f"{self.store.path}/{self.run_id}/{entry.name}", recursive=True)
+                except OSError:
+                    pass  # left behind, invisible (this attempt's base holds it); a later commit retries
+        return self.store._read(self.run_id, self.name, committed_at)
+
+    def _record(self, **times: str) -> bytes:
+        return json.dumps({**times, "opened_at": self.opened_at, "base": sorted(self.base)}).encode()
+
+    def _rivals(self) -> list[tuple[str, tuple[str, str], bool]]:
+        """(name, key, committed) of each claim at this run id made while this attempt ran."""
+        rivals = []
+        for entry in self.store._entries(self.run_id):
+            if entry.name == self.name or entry.name in self.base or not (entry.claimed or entry.committed):
+                continue
+            try:
+                record = self.store._record(self.run_id, entry.name, MARKER if entry.committed else CLAIM)
+            except ValueError:  # damaged: a rival that comes first, to be safe
+                record = {"claimed_at": ""}
+            if record is None:  # withdrawn since the listing
+                continue
+            if self.name in record.get("base", ()):  # opened after this attempt claimed: a later run
+                continue
+            key = (str(record.get("claimed_at", record.get("committed_at", ""))), entry.name)
+            rivals.append((entry.name, key, entry.committed))
+        return sorted(rivals, key=lambda rival: rival[1])
+
+    def _lose(self, why: str) -> None:
+        self.discard()
+        raise ValueError(f"Run {self.run_id!r} {why}; this attempt is discarded.")
+
+    def discard(self) -> None:
+        """Withdraw the claim (if any) and delete the attempt's folder; best effort."""
+        self.discarded = True
+        for path, recursive in ((f"{self.path}/{CLAIM}", False), (self.path, True)):
+            try:
+                self.store.fs.rm(path, recursive=recursive)
+            except OSError:
+                pass
 
 
 class RunsStore:
@@ -137,60 +284,136 @@ class RunsStore:
     def attempt(self, run_id: str | None = None) -> Iterator[Attempt]:
         """An attempt at run ``run_id`` (a new id from the time when None). Commit it with
         :meth:`Attempt.commit`; an attempt that is not committed (an exception in the block) is deleted,
-        or, if that fails too, left invisible."""
+        or, if that fails too, left invisible. Attempts at one run id may run at the same time: the first
+        to commit wins, and the commit of the other raises a ``ValueError``."""
         run_id = check_run_id(run_id) if run_id is not None else new_run_id()
         attempt = Attempt(self, run_id)
         try:
             yield attempt
         finally:
             if not attempt.committed:
-                try:
-                    self.fs.rm(attempt.path, recursive=True)
-                except OSError:
-                    pass
+                attempt.discard()
 
-    def _attempts(self, run_id: str) -> list[str]:
+    # Listing and reading (every listing is fresh: a cached one could hide a rival's claim).
+    def _ls(self, path: str) -> list[str]:
+        self.fs.invalidate_cache(path)
         try:
-            entries = self.fs.ls(f"{self.path}/{run_id}", detail=False)
-        except FileNotFoundError:
+            entries = self.fs.ls(path, detail=False)
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(e.rstrip("/").rsplit("/", 1)[-1] for e in entries if "attempt-" in e.rsplit("/", 1)[-1])
+        return [str(e).rstrip("/").rsplit("/", 1)[-1] for e in entries]
 
-    def _committed(self, run_id: str) -> tuple[str, str] | None:
-        """(attempt name, commit time) of the run's latest committed attempt, or None."""
-        for name in reversed(self._attempts(run_id)):
-            marker = f"{self.path}/{run_id}/{name}/{MARKER}"
-            if self.fs.exists(marker):
-                return name, self.fs.cat_file(marker).decode()
-        return None
+    def _entries(self, run_id: str) -> list[_Entry]:
+        entries = []
+        for name in sorted(self._ls(f"{self.path}/{run_id}")):
+            if name.startswith("attempt-"):
+                files = set(self._ls(f"{self.path}/{run_id}/{name}"))
+                entries.append(_Entry(name, CLAIM in files, MARKER in files))
+        return entries
+
+    def _put(self, path: str, data: bytes) -> None:
+        """Write a small file whole: on object stores one PUT is atomic; on a local disk write then rename."""
+        if isinstance(self.fs, LocalFileSystem):
+            temporary = f"{path}.{secrets.token_hex(4)}.tmp"
+            with open(temporary, "wb") as file:
+                file.write(data)
+            os.replace(temporary, path)
+        else:
+            self.fs.pipe_file(path, data)
+
+    def _record(self, run_id: str, name: str, file: str) -> dict | None:
+        """A claim or commit marker as a dict; None if it is gone. A marker of the old format (the commit
+        time alone) reads as ``{"committed_at": ...}``; a damaged one raises a ``ValueError`` naming it."""
+        path = f"{self.path}/{run_id}/{name}/{file}"
+        try:
+            text = self.fs.cat_file(path).decode()
+        except FileNotFoundError:
+            return None
+        if not text.lstrip().startswith("{"):
+            return {"committed_at": text.strip()}
+        try:
+            record = json.loads(text)
+        except ValueError as error:
+            raise ValueError(f"{self.url_of(path)} is damaged: {_one_line(error)}") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{self.url_of(path)} is damaged: not a JSON object")
+        return record
+
+    def _committed(self, run_id: str) -> tuple[str, dict | Exception] | None:
+        """(attempt name, commit marker) of the run's visible attempt, or None if none is committed.
+
+        The visible attempt is the committed one that no other committed attempt's base holds (the last
+        winner); where several qualify (markers of the old format), the latest opened."""
+        markers: dict[str, dict | Exception] = {}
+        for entry in self._entries(run_id):
+            if entry.committed:
+                try:
+                    record = self._record(run_id, entry.name, MARKER)
+                except ValueError as error:
+                    record = error
+                if record is not None:
+                    markers[entry.name] = record
+        if not markers:
+            return None
+        superseded = {old for record in markers.values() if isinstance(record, dict) for old in record.get("base", ())}
+        visible = [name for name in markers if name not in superseded] or list(markers)
+        name = max(visible)
+        return name, markers[name]
+
+    def _read(self, run_id: str, name: str, committed_at: str) -> Run:
+        url = self.url_of(f"{self.path}/{run_id}/{name}")
+        try:
+            attrs = dict(zarr.open_group(url, mode="r", storage_options=self.storage_options).attrs)
+        except (ValueError, KeyError, TypeError, FileNotFoundError) as error:  # zarr's errors are ValueErrors
+            raise RunDamagedError(DamagedRun(run_id, url, f"{url}/zarr.json: {_one_line(error)}")) from None
+        return Run(run_id, url, committed_at, attrs, self.storage_options)
 
     def get(self, run_id: str) -> Run:
-        """The committed run ``run_id``; a ``KeyError`` names the store if there is none."""
+        """The committed run ``run_id``; a ``KeyError`` names the store if there is none, and a
+        ``ValueError`` (:class:`RunDamagedError`) names the path if its metadata cannot be read."""
         found = self._committed(check_run_id(run_id))
         if found is None:
             raise KeyError(f"No committed run {run_id!r} in the runs store {self.root!r}.")
-        name, committed_at = found
-        url = self.url_of(f"{self.path}/{run_id}/{name}")
-        attrs = dict(zarr.open_group(url, mode="r", storage_options=self.storage_options).attrs)
-        return Run(run_id, url, committed_at, attrs, self.storage_options)
+        name, marker = found
+        if isinstance(marker, Exception):
+            url = self.url_of(f"{self.path}/{run_id}/{name}")
+            raise RunDamagedError(DamagedRun(run_id, url, str(marker)))
+        return self._read(run_id, name, str(marker.get("committed_at", "")))
+
+    def _scan(self) -> tuple[list[Run], list[DamagedRun]]:
+        runs, damaged = [], []
+        for run_id in self._ls(self.path):
+            if not _RUN_ID.match(run_id) or run_id.startswith("attempt-"):
+                continue
+            try:
+                runs.append(self.get(run_id))
+            except KeyError:
+                continue  # no committed attempt: nothing to show
+            except RunDamagedError as error:
+                damaged.append(error.damaged)
+        runs.sort(key=lambda run: run.committed_at, reverse=True)
+        return runs, sorted(damaged, key=lambda run: run.run_id)
 
     def runs(self) -> list[Run]:
-        """Every committed run, newest first (by commit time); empty for an empty or missing store."""
-        try:
-            entries = self.fs.ls(self.path, detail=False)
-        except FileNotFoundError:
-            return []
-        runs = []
-        for entry in entries:
-            run_id = entry.rstrip("/").rsplit("/", 1)[-1]
-            if _RUN_ID.match(run_id) and self._committed(run_id) is not None:
-                runs.append(self.get(run_id))
-        return sorted(runs, key=lambda run: run.committed_at, reverse=True)
+        """Every committed run that reads back, newest first (by commit time); empty for an empty or missing
+        store. Damaged runs are left out: see :meth:`damaged`."""
+        return self._scan()[0]
+
+    def damaged(self) -> list[DamagedRun]:
+        """The committed runs whose metadata cannot be read back (a truncated ``zarr.json``, say), by run id,
+        each with the path of its committed attempt and the error."""
+        return self._scan()[1]
 
     def latest_on(self, input_path: str) -> Run | None:
         """The newest committed run whose recorded input (``attrs["input"]["path"]``) is ``input_path``: the
-        run a new one on that input is compared with (continuity)."""
-        for run in self.runs():
+        run a new one on that input is compared with (continuity). Damaged runs are skipped, with a warning
+        naming each one's path."""
+        runs, damaged = self._scan()
+        for bad in damaged:
+            warnings.warn(
+                f"Skipping the damaged run {bad.run_id!r} ({bad.url}) for continuity: {bad.error}", stacklevel=2
+            )
+        for run in runs:
             if run.attrs.get("input", {}).get("path") == str(input_path):
                 return run
         return None
