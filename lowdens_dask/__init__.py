@@ -42,6 +42,7 @@ _PUBLIC = {
             "SCPPClustering",
             "SVMRelabelClustering",
             "SupportVectorClustering",
+            "check_params",
         )
     },
     "ClusterTree": "lowdens_dask.tree",

@@ -1,16 +1,23 @@
 """The ``lowdens`` command (a console script of the package).
 
-    lowdens demo [--out DIR]                       a bundled data set, clustered by the flow, persisted and plotted
-    lowdens fit INPUT [--method NAME] [--n-clusters K] [--labels PATH] [--store RUNS] [--run-id ID]
-                      [--scheduler ADDRESS | --workers N | --cluster-class CLASS --cluster-kwargs JSON]
+    lowdens demo [--out DIR]                       a bundled data set clustered end to end, persisted and plotted
+    lowdens fit INPUT [--method NAME] [--n-clusters K] [--param NAME=VALUE ...] [--labels PATH] [--store RUNS]
+                      [--run-id ID] [--header | --no-header] [--scheduler ADDRESS | --workers N | --cluster-class
+                      CLASS --cluster-kwargs JSON]
     lowdens predict RUN INPUT --out OUT            OUT's suffix picks the format: .zarr, .npy, .csv, .parquet
     lowdens plot RUN [--out DIR]
     lowdens runs list | lowdens runs show RUN
+    lowdens params METHOD                          a method's parameters (for --param) and their defaults
     lowdens serve INPUT [--cron "0 2 * * *"] ...   the recluster deployment, on the server at PREFECT_API_URL
-                                                   (with fit's options, but --run-id: each run gets its own)
 
-Every command takes ``--store RUNS`` (default ``./lowdens-runs``). Errors are one line on stderr and a non-zero
-exit status.
+Where the work runs: without a Prefect API (no ``PREFECT_API_URL``), ``fit`` and ``demo`` run the recluster job's
+steps themselves (:mod:`.job`) and start no Prefect server; input up to ``IN_PROCESS_MAX_BYTES`` is fitted in
+this process on Dask's threaded scheduler, larger input (or ``--workers``, ``--scheduler``, ``--cluster-class``)
+on a Dask cluster. With a Prefect API the same steps run as the ``recluster`` flow, reported to that server.
+
+Every check of the request (method, parameters, input, labels, NaN rows) runs before any cluster or server
+starts. Errors are one line on stderr and exit status 2 (bad input) or 1; Ctrl-C exits with status 130 and
+leaves no run behind.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -20,82 +27,178 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
-from .runs import DEFAULT_STORE, RunsStore
-
+DEFAULT_STORE = "./lowdens-runs"  # the runs store's default (lowdens_pipelines.runs.DEFAULT_STORE)
 DEMO_DATASET = "pendigits"
 DEMO_OUT = "./lowdens-demo"
+#: The registered methods (lowdens_dask.METHODS; listed here so that --help needs no import of the library).
+METHOD_NAMES = ("mdh", "ncut", "mc", "pddp", "depddp", "ipddp", "scpp", "lmsc", "msc", "svm-relabel")
+#: Input up to this size is fitted in this process (Dask's threaded scheduler); larger input on a Dask cluster.
+IN_PROCESS_MAX_BYTES = 2 * 2**30
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line on stderr, exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"lowdens: error: {message} (see {self.prog} --help)\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}")
+    return value
 
 
 def _add_store(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=DEFAULT_STORE, help=f"runs store: a path or fsspec URL ({DEFAULT_STORE})")
+    parser.add_argument(
+        "--store", default=DEFAULT_STORE, help=f"the runs store: a path or an fsspec URL (default: {DEFAULT_STORE})"
+    )
+
+
+def _add_verbose(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show the logs of Dask and Prefect, and every warning"
+    )
 
 
 def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "input", help="the rows: a zarr array (a path zarr opens, or group.zarr/X), .npy, .csv, parquet"
+        "input",
+        help="the rows: a zarr array (a path zarr opens, or group.zarr/X), .npy, .csv (.csv.gz) or parquet; every "
+        "column is a feature",
     )
-    parser.add_argument("--method", default="mdh", help="a registered method: mdh, ncut, mc, pddp, ... (default: mdh)")
-    parser.add_argument("--n-clusters", type=int, default=None, help="clusters (default: until no leaf has a split)")
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="an estimator parameter")
-    parser.add_argument("--labels", default=None, help="true labels (.npy, .csv, parquet, zarr) for ARI and purity")
-    parser.add_argument("--random-state", type=int, default=0)
+    parser.add_argument(
+        "--method",
+        default="mdh",
+        choices=METHOD_NAMES,
+        metavar="NAME",
+        help=f"the clustering method, one of: {', '.join(METHOD_NAMES)} (default: mdh)",
+    )
+    parser.add_argument(
+        "--n-clusters",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="the number of clusters (default: split while a leaf has a valid split)",
+    )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an estimator parameter, VALUE as JSON or text (repeat for several: --param mode=exact --param "
+        "min_size=50); 'lowdens params METHOD' lists a method's parameters",
+    )
+    parser.add_argument(
+        "--labels", default=None, help="true labels (.npy, .csv, parquet, zarr): the run's scores (ARI, purity, ...)"
+    )
+    parser.add_argument("--random-state", type=int, default=0, help="seed of the fit (default: 0)")
+    parser.add_argument(
+        "--header",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether a CSV input's first row is a header (default: it is when any of its fields is not a number)",
+    )
     _add_store(parser)
     cluster = parser.add_mutually_exclusive_group()
-    cluster.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
-    cluster.add_argument("--workers", type=int, default=None, help="workers of the temporary LocalCluster")
-    cluster.add_argument("--cluster-class", default=None, help="e.g. dask_kubernetes.operator.KubeCluster")
+    cluster.add_argument("--scheduler", default=None, metavar="ADDRESS", help="address of a running Dask scheduler")
+    cluster.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"fit on a temporary LocalCluster of N worker processes (default: none for input up to "
+        f"{IN_PROCESS_MAX_BYTES / 2**30:g} GiB, which is fitted in this process; a LocalCluster of one "
+        "single-threaded worker per core above that)",
+    )
+    cluster.add_argument(
+        "--cluster-class", default=None, metavar="CLASS", help="a cluster class, e.g. dask_kubernetes.operator.KubeCluster"
+    )
     parser.add_argument("--cluster-kwargs", default=None, metavar="JSON", help="keyword arguments of the cluster class")
+    _add_verbose(parser)
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("lowdens-dask")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lowdens",
-        description="Low-density-separation clustering runs: fit with the recluster flow, keep the runs, predict, plot.",
+        description="Low-density-separation clustering runs: fit, keep the runs, predict, plot, serve nightly.",
+        epilog="Without PREFECT_API_URL, fit and demo run in this process (or on the Dask cluster they are given) "
+        "and start no Prefect server; with it, they run the recluster flow on that server.",
     )
+    parser.add_argument("--version", action="version", version=f"lowdens {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="cluster a bundled data set end to end (no server, no set-up)")
+    demo = sub.add_parser(
+        "demo",
+        help="cluster a bundled data set end to end: a zarr copy, a committed run, its scores and plots",
+        description="Cluster a bundled data set end to end, as fit does (in this process; no Prefect server "
+        "unless PREFECT_API_URL is set), then plot the run.",
+    )
     demo.add_argument("--out", default=DEMO_OUT, help=f"where the data and the plots go (default: {DEMO_OUT})")
     demo.add_argument("--dataset", default=DEMO_DATASET, help=f"a bundled data set (default: {DEMO_DATASET})")
     _add_store(demo)
+    _add_verbose(demo)
 
-    fit = sub.add_parser("fit", help="recluster an array with the recluster flow and persist the run")
+    fit = sub.add_parser("fit", help="cluster an array and commit the run to the runs store")
     _add_recluster_options(fit)
-    fit.add_argument("--run-id", default=None, help="run id (default: made from the time)")
+    fit.add_argument("--run-id", default=None, help="the run's id (default: made from the time)")
 
     predict = sub.add_parser("predict", help="the cluster ids of a run for new rows")
     predict.add_argument("run", help="a run id")
     predict.add_argument("input", help="the rows (same formats as fit)")
     predict.add_argument("--out", required=True, help="where the labels go: .zarr, .npy, .csv or .parquet")
+    predict.add_argument(
+        "--header", action=argparse.BooleanOptionalAction, default=None, help="as for fit: a CSV input's header row"
+    )
     _add_store(predict)
 
     plot = sub.add_parser("plot", help="a run's plots: the tree, each split's profile, the dendrogram (PNG)")
     plot.add_argument("run", help="a run id")
     plot.add_argument("--out", default=None, help="folder for the PNG files (default: ./lowdens-plots/RUN)")
     plot.add_argument("--input", default=None, help="the rows to draw (default: the run's input)")
-    plot.add_argument("--labels", default=None, help="true labels to colour the rows by")
-    plot.add_argument("--max-points", type=int, default=2000, help="rows drawn at most (a random sample)")
+    plot.add_argument("--labels", default=None, help="true labels to colour the rows by (default: the run's)")
+    plot.add_argument("--max-points", type=int, default=2000, help="rows drawn at most, a random sample (default: 2000)")
     _add_store(plot)
 
     runs = sub.add_parser("runs", help="the committed runs of a runs store")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="{list,show}")
-    listing = runs_sub.add_parser("list", help="one line per committed run, newest first: id, time, method, clusters")
+    listing = runs_sub.add_parser(
+        "list", help="one line per committed run, newest first: id, commit time, method, clusters, input"
+    )
     _add_store(listing)
     show = runs_sub.add_parser("show", help="a run's parameters, input, versions and metrics, as JSON")
-    show.add_argument("run")
+    show.add_argument("run", help="a run id")
     _add_store(show)
 
-    serve = sub.add_parser("serve", help="serve the recluster deployment on a schedule (needs PREFECT_API_URL)")
+    params = sub.add_parser("params", help="a method's parameters, for --param, with their defaults")
+    params.add_argument("method", choices=METHOD_NAMES, metavar="METHOD", help=f"one of: {', '.join(METHOD_NAMES)}")
+
+    serve = sub.add_parser(
+        "serve", help="serve the recluster deployment on a schedule (needs a Prefect server: PREFECT_API_URL)"
+    )
     _add_recluster_options(serve)
     serve.add_argument("--cron", default="0 2 * * *", help='the schedule (default: "0 2 * * *", nightly at 02:00)')
     serve.add_argument("--name", default="nightly", help="the deployment's name (default: nightly)")
     return parser
 
 
+# ------------------------------------------------------------------------------------------------ checks
 def _params(pairs: list[str]) -> dict:
     params = {}
     for pair in pairs:
@@ -109,49 +212,206 @@ def _params(pairs: list[str]) -> dict:
     return params
 
 
-def _check_recluster_arguments(args) -> dict:
-    """Fail before any cluster starts: the method and parameters, the input, the labels."""
-    from .flows import make_estimator
-    from .inputs import load_labels, open_input
-
-    params = _params(args.param)
-    make_estimator(args.method, args.n_clusters, params, args.random_state)
-    X = open_input(args.input)
-    if args.labels is not None:
-        labels = load_labels(args.labels)
-        if labels.shape != (X.shape[0],):
-            raise ValueError(f"The labels at {args.labels} have shape {labels.shape}; the input has {X.shape[0]} rows.")
-    return params
+def _cli_words(message: str) -> str:
+    """An estimator's message in the words of the command line: ``nonfinite='skip'`` becomes ``--param
+    nonfinite=skip``, ``n_clusters`` ``--n-clusters``; the class name in front and "or None" go."""
+    message = re.sub(r"^\w+: ", "", message)
+    message = message.replace(" or None", "")
+    message = re.sub(r"\bn_clusters\b(=(\S+?))?", lambda m: f"--n-clusters{' ' + m.group(2) if m.group(2) else ''}", message)
+    return re.sub(r"\b(\w+)='([^']*)'", r"--param \1=\2", message)
 
 
-def _cluster(args) -> dict | None:
-    if args.scheduler:
-        return {"address": args.scheduler}
-    kwargs = json.loads(args.cluster_kwargs) if args.cluster_kwargs else {}
-    if args.cluster_class:
-        return {"cluster_class": args.cluster_class, "cluster_kwargs": kwargs}
-    if args.workers is not None:
-        kwargs.setdefault("n_workers", args.workers)
-    return {"cluster_kwargs": kwargs} if kwargs else None
+def _first_nonfinite(X) -> tuple[int, int]:
+    """(rows with NaN or inf, the first such row or -1), in one pass."""
+    import dask.array as da
+    import numpy as np
+
+    bad = ~da.isfinite(X).all(axis=1)
+    count, first = da.compute(bad.sum(), da.argmax(bad))
+    return int(count), int(first) if count else -1
 
 
+class _Request:
+    """A checked ``fit``/``serve``/``demo`` request: the estimator's settings, the input, the labels, and where
+    the work runs. Everything is checked here, before any cluster or server starts."""
+
+    def __init__(self, args, input_path: str, true_labels=None):
+        from . import job
+        from .inputs import load_labels, read_input
+
+        self.args, self.input_path, self.true_labels = args, input_path, true_labels
+        self.params = _params(args.param)
+        try:
+            self.estimator = job.make_estimator(args.method, args.n_clusters, self.params, args.random_state)
+        except ValueError as exc:
+            raise ValueError(_cli_words(str(exc))) from None
+        self.X, self.info = read_input(input_path, header=args.header)
+        _say(f"read {self.info}")
+        self.in_process = not (args.scheduler or args.workers or args.cluster_class) and (
+            self.X.nbytes <= IN_PROCESS_MAX_BYTES
+        )
+        # NaN/inf rows: one pass over input fitted here; the first chunk of input going to a cluster (the fit
+        # counts the rest)
+        rows = self.X if self.in_process else self.X.blocks[0]
+        n_bad, first = _first_nonfinite(rows)
+        if n_bad and self.estimator.nonfinite != "skip":
+            counted = f"{n_bad:,} of the {rows.shape[0]:,} rows" + ("" if self.in_process else " of the first chunk")
+            raise ValueError(
+                f"{input_path}: {counted} have NaN or inf values (the first is row {first}); remove them, or pass "
+                "--param nonfinite=skip to leave them unlabelled (-1)."
+            )
+        n_rows = self.X.shape[0] - (n_bad if self.in_process else 0)
+        if n_rows < 2 or (args.n_clusters or 0) > n_rows:
+            needed = max(2, args.n_clusters or 0)
+            raise ValueError(f"{input_path}: {n_rows} row(s) without NaN or inf; at least {needed} are needed.")
+        if isinstance(true_labels, str):
+            labels = load_labels(true_labels)
+            if labels.shape != (self.X.shape[0],):
+                raise ValueError(f"The labels at {true_labels} have shape {labels.shape}; the input has "
+                                 f"{self.X.shape[0]} rows.")
+
+    def cluster(self) -> dict | None:
+        """The flow's ``cluster`` parameter (:func:`.flows.dask_task_runner`)."""
+        args = self.args
+        if args.scheduler:
+            return {"address": args.scheduler}
+        kwargs = json.loads(args.cluster_kwargs) if args.cluster_kwargs else {}
+        if args.cluster_class:
+            return {"cluster_class": args.cluster_class, "cluster_kwargs": kwargs}
+        if self.in_process:
+            kwargs = {"processes": False, "n_workers": 1, "threads_per_worker": os.cpu_count() or 1, **kwargs}
+        elif args.workers is not None:
+            kwargs.setdefault("n_workers", args.workers)
+        return {"cluster_kwargs": kwargs} if kwargs else None
+
+    def run(self, store: str, run_id: str | None) -> str:
+        """Run the job: as the Prefect flow when a Prefect API is configured, else its steps here."""
+        a = self.args
+        settings = dict(
+            method=a.method,
+            n_clusters=a.n_clusters,
+            params=self.params or None,
+            random_state=a.random_state,
+            store=store,
+            run_id=run_id,
+            true_labels=self.true_labels,
+            header=self.info.header,
+        )
+        if _prefect_api_url():
+            from .flows import recluster
+
+            return recluster(self.input_path, cluster=self.cluster(), **settings)
+        from . import job
+        from .progress import Progress
+
+        with _dask_cluster(self) as _, Progress(enabled=not a.verbose) as progress:
+            return job.run_job(self.input_path, X=self.X, step=progress.step, **settings)
+
+
+def _prefect_api_url() -> str | None:
+    """The Prefect API the user configured, without importing Prefect: ``PREFECT_API_URL``, else the active
+    profile's (``$PREFECT_PROFILES_PATH`` or ``$PREFECT_HOME/profiles.toml``)."""
+    if "PREFECT_API_URL" in os.environ:
+        return os.environ["PREFECT_API_URL"] or None
+    home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
+    path = Path(os.environ.get("PREFECT_PROFILES_PATH", home / "profiles.toml")).expanduser()
+    try:
+        import tomllib
+
+        profiles = tomllib.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
+    return profiles.get("profiles", {}).get(active, {}).get("PREFECT_API_URL") or None
+
+
+@contextmanager
+def _dask_cluster(request: _Request):
+    """Dask's threaded scheduler for input fitted in this process; else a distributed client of the cluster the
+    request names (a temporary LocalCluster by default). A LocalCluster's worker processes write their stderr
+    to a temporary log unless ``--verbose`` (Ctrl-C reaches every process of the terminal's group, and this
+    process reports it, in one line)."""
+    if request.in_process:
+        import dask
+
+        with dask.config.set(scheduler="threads"):
+            yield None
+        return
+    import logging
+    import tempfile
+
+    from distributed import Client, LocalCluster
+
+    cluster_settings = request.cluster() or {}
+    cluster = None
+    log = tempfile.NamedTemporaryFile(prefix="lowdens-workers-", suffix=".log", delete=False)
+    log.close()
+    try:
+        if "address" in cluster_settings:
+            client = Client(cluster_settings["address"])
+        else:
+            kwargs = dict(cluster_settings.get("cluster_kwargs") or {})
+            if "cluster_class" in cluster_settings:
+                from importlib import import_module
+
+                module, _, name = cluster_settings["cluster_class"].rpartition(".")
+                cluster = getattr(import_module(module), name)(**kwargs)
+            else:
+                kwargs.setdefault("n_workers", os.cpu_count() or 1)
+                kwargs.setdefault("threads_per_worker", 1)
+                kwargs.setdefault("dashboard_address", ":0")
+                kwargs.setdefault("silence_logs", logging.DEBUG if request.args.verbose else logging.ERROR)
+                with _stderr_to(None if request.args.verbose else log.name):
+                    cluster = LocalCluster(**kwargs)
+            client = Client(cluster)
+        yield client
+        # an orderly shutdown after success only: after Ctrl-C the process exits, and its workers with it
+        client.close(timeout=5)
+        if cluster is not None:
+            cluster.close(timeout=5)
+    finally:
+        os.unlink(log.name)
+
+
+@contextmanager
+def _stderr_to(path: str | None):
+    """The processes started in the block write their stderr to ``path`` (None: to this process's stderr)."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+# ------------------------------------------------------------------------------------------------ output
+def _say(line: str) -> None:
+    """A line of what the command is doing, on stderr."""
+    print(f"lowdens: {line}", file=sys.stderr, flush=True)
+
+
+def _print_scores(metrics: dict) -> None:
+    scores = [(k, metrics[k]) for k in ("adjusted_rand", "purity", "v_measure") if k in metrics]
+    if scores:
+        print("scores: " + ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in scores))
+
+
+# ------------------------------------------------------------------------------------------------ commands
 def _fit(args) -> int:
-    from .flows import recluster
+    from .runs import RunsStore
 
-    params = _check_recluster_arguments(args)
-    run_id = recluster(
-        os.fspath(args.input),
-        method=args.method,
-        n_clusters=args.n_clusters,
-        params=params or None,
-        random_state=args.random_state,
-        store=args.store,
-        run_id=args.run_id,
-        true_labels=args.labels,
-        cluster=_cluster(args),
-    )
+    request = _Request(args, os.fspath(args.input), true_labels=args.labels)
+    run_id = request.run(args.store, args.run_id)
     run = RunsStore(args.store).get(run_id)
-    print(f"{run_id}\t{run.attrs['metrics']['n_leaves']} clusters\t{run.url}")
+    metrics = run.attrs["metrics"]
+    print(f"{run_id}\t{metrics['n_leaves']} clusters\t{run.url}")
+    _print_scores(metrics)
     return 0
 
 
@@ -161,7 +421,7 @@ def _demo(args) -> int:
 
     from lowdens_dask.datasets import load_dataset
 
-    from .flows import recluster
+    from .runs import RunsStore
 
     started = time.perf_counter()
     out = Path(args.out)
@@ -173,14 +433,11 @@ def _demo(args) -> int:
     np.save(labels, y)
     n_classes = len(np.unique(y))
     print(f"data: {data} ({X.shape[0]} rows, {X.shape[1]} features, {n_classes} classes; labels {labels})")
-    print(f"running the recluster flow (a local Dask cluster, Prefect without a server) with {n_classes} clusters ...")
-    run_id = recluster(
-        str(data),
-        n_clusters=n_classes,
-        store=args.store,
-        true_labels=str(labels),
-        cluster={"cluster_kwargs": {"n_workers": 2, "threads_per_worker": 1}},
-    )
+    where = "on the Prefect server at " + _prefect_api_url() if _prefect_api_url() else "in this process"
+    print(f"running the recluster job ({where}) with {n_classes} clusters ...")
+    fit_args = _parser().parse_args(["fit", str(data), "--n-clusters", str(n_classes)])
+    fit_args.verbose = args.verbose
+    run_id = _Request(fit_args, str(data), true_labels=str(labels)).run(args.store, None)
     run = RunsStore(args.store).get(run_id)
     metrics = run.attrs["metrics"]
     print(f"run: {run_id} in the runs store {args.store} ({run.url})")
@@ -195,23 +452,36 @@ def _demo(args) -> int:
 
 
 def _save_plots(run, X, labels, out: Path, max_points: int) -> dict:
+    """The run's plots (one colour per true label in every file); a figure that cannot be drawn is named on
+    stderr and the others are written."""
     import matplotlib
 
     matplotlib.use("Agg")
     from lowdens_dask.plots import save_plots
 
-    return save_plots(run.tree, X, out, labels=labels, max_points=max_points)
+    written = save_plots(run.tree, X, out, labels=labels, max_points=max_points)
+    for name, reason in written.skipped.items():
+        _say(f"{name}: not drawn ({reason})")
+    return written
 
 
 def _plot(args) -> int:
     from .inputs import load_labels, open_input
+    from .runs import RunsStore
 
     run = RunsStore(args.store).get(args.run)
-    source = args.input or run.attrs.get("input", {}).get("path")
+    recorded = run.attrs.get("input", {})
+    source = args.input or recorded.get("path")
     if source is None:
         raise ValueError(f"Run {args.run!r} records no input; give the rows with --input.")
     X = open_input(source)
     labels = load_labels(args.labels) if args.labels else None
+    if labels is None and source == recorded.get("path"):  # the run's own rows: its true labels, if it had any
+        truth = recorded.get("true_labels", run.attrs.get("params", {}).get("true_labels"))
+        try:
+            labels = load_labels(truth) if isinstance(truth, str) else truth
+        except (OSError, ValueError) as exc:
+            _say(f"the run's true labels cannot be read ({exc}); the rows are coloured by side")
     out = Path(args.out or Path("lowdens-plots") / args.run)
     written = _save_plots(run, X, labels, out, args.max_points)
     for name in sorted(written):
@@ -220,37 +490,57 @@ def _plot(args) -> int:
 
 
 def _predict(args) -> int:
-    from dask.diagnostics import ProgressBar
-
-    from .flows import route_to_stable_ids
-    from .inputs import open_input, save_labels
+    from .inputs import read_input, save_labels
+    from .job import route_to_stable_ids
+    from .progress import Progress
+    from .runs import RunsStore
 
     run = RunsStore(args.store).get(args.run)
-    X = open_input(args.input)
+    X, info = read_input(args.input, header=args.header)
+    _say(f"read {info}")
     if X.shape[1] != run.tree.n_features:
         raise ValueError(
             f"{args.input} has {X.shape[1]} columns; run {args.run!r} was fitted on {run.tree.n_features}."
         )
     labels = route_to_stable_ids(X, run.tree.to_json(), run.stable_ids)
-    with ProgressBar(minimum=2):
+    with Progress() as progress, progress.step("predict"):
         path = save_labels(labels, args.out)
     print(f"{path}\t{X.shape[0]} rows")
     return 0
 
 
 def _runs(args) -> int:
+    from .runs import RunsStore
+
     store = RunsStore(args.store)
     if args.runs_command == "list":
-        for run in store.runs():
+        runs, damaged = store.runs(), store.damaged()
+        if not runs and not damaged:
+            print(f"no runs in {args.store}")
+            return 0
+        print("\t".join(("run", "committed", "method", "clusters", "input")))
+        for run in runs:
             params, metrics = run.attrs.get("params", {}), run.attrs.get("metrics", {})
             path = run.attrs.get("input", {}).get("path", "?")
             print(
                 f"{run.run_id}\t{run.committed_at}\t{params.get('method', '?')}\t{metrics.get('n_leaves', '?')}\t{path}"
             )
+        for run in damaged:
+            print(f"{run.run_id}\tdamaged\t{run.error}")
         return 0
     run = store.get(args.run)
     shown = {key: value for key, value in run.attrs.items() if key != "tree"}
     print(json.dumps({"run_id": run.run_id, "committed_at": run.committed_at, "url": run.url, **shown}, indent=2))
+    return 0
+
+
+def _method_params(args) -> int:
+    from lowdens_dask import METHODS
+
+    estimator = METHODS[args.method].clustering()
+    print(f"{type(estimator).__name__} (--method {args.method}); set with --param NAME=VALUE:")
+    for name, value in sorted(estimator.get_params().items()):
+        print(f"  {name}={json.dumps(value) if isinstance(value, (str, bool, type(None))) else value!r}")
     return 0
 
 
@@ -262,16 +552,17 @@ def _serve(args) -> int:
 
     if not PREFECT_API_URL.value():
         raise ValueError("lowdens serve needs a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api).")
-    params = _check_recluster_arguments(args)
+    request = _Request(args, os.fspath(args.input), true_labels=args.labels)
     parameters = {
         "input_path": os.fspath(args.input),
         "method": args.method,
         "n_clusters": args.n_clusters,
-        "params": params or None,
+        "params": request.params or None,
         "random_state": args.random_state,
         "store": args.store,
         "true_labels": args.labels,
-        "cluster": _cluster(args),
+        "cluster": request.cluster(),
+        "header": request.info.header,
     }
     print(f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r}")
     # registered by module path (lowdens_pipelines.flows.recluster), so any worker with the package can load it
@@ -279,27 +570,94 @@ def _serve(args) -> int:
     return 0
 
 
-COMMANDS = {"demo": _demo, "fit": _fit, "predict": _predict, "plot": _plot, "runs": _runs, "serve": _serve}
+COMMANDS = {
+    "demo": _demo,
+    "fit": _fit,
+    "predict": _predict,
+    "plot": _plot,
+    "runs": _runs,
+    "params": _method_params,
+    "serve": _serve,
+}
+
+
+@contextmanager
+def _quiet(verbose: bool):
+    """Each distinct warning once, as one line; Dask's and Prefect's log lines only with ``--verbose``."""
+    import logging
+    import warnings
+
+    if verbose:
+        yield
+        return
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    seen = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if str(message) not in seen:
+            seen.add(str(message))
+            print(f"lowdens: warning: {message}", file=sys.stderr, flush=True)
+
+    levels = {name: logging.getLogger(name).level for name in ("distributed", "bokeh", "tornado")}
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        for name in levels:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
+
+
+def _interrupt_once(signum, frame):
+    """The first Ctrl-C interrupts; later ones are ignored, so that the clean-up it starts can finish."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``lowdens`` command; returns the exit status (0, 1 failure, 2 bad input, 130 interrupted)."""
+    import signal
+
     args = _parser().parse_args(argv)
-    # Prefect's temporary server (no PREFECT_API_URL) migrates its database on a first start: give it time.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
-    # and its anonymous usage telemetry stays off unless the user turns it on (offline it logs errors)
+    # Prefect's anonymous usage telemetry stays off unless the user turns it on (offline it logs errors)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    previous = None
     try:
-        return COMMANDS[args.command](args)
+        previous = signal.signal(signal.SIGINT, _interrupt_once)
+    except ValueError:  # not the main thread: Python's own handling
+        pass
+    try:
+        with _quiet(getattr(args, "verbose", False)):
+            return COMMANDS[args.command](args)
     except KeyboardInterrupt:
+        print("lowdens: interrupted", file=sys.stderr, flush=True)
         return 130
     except (ValueError, KeyError, TypeError, OSError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"lowdens: error: {message}", file=sys.stderr)
         return 2
-    except Exception as exc:  # noqa: BLE001 (a failed flow run: Prefect has logged its traceback; one line here)
+    except Exception as exc:  # noqa: BLE001 (a failed run: one line here; --verbose shows the logs)
         print(f"lowdens: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def run() -> None:
+    """The console script: :func:`main`, then exit; after Ctrl-C at once, without waiting for the threads of
+    work that was cut short (the run was already cleaned up)."""
+    status = main()
+    if status == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(status)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -17,28 +17,23 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from importlib.metadata import version
 
 import dask.array as da
 import numpy as np
 from distributed import get_task_stream, rejoin, secede
 from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.client.orchestration import get_client
 from prefect_dask import DaskTaskRunner, get_dask_client
 
-from lowdens_dask import METHODS, ClusterTree
-from lowdens_dask.backend import ChunkedData
-from lowdens_dask.tree import leaf_labels_from_json
+from lowdens_dask import ClusterTree
 
-from .continuity import contingency, match_cluster_ids, stability
-from .identity import input_identity
-from .inputs import load_labels, open_input
-from .metrics import label_metrics, tree_metrics
+from . import job
+from .inputs import open_input
+from .job import make_estimator, route_to_stable_ids, stable_labels
 from .runs import DEFAULT_STORE, Attempt, RunsStore
 
-#: Versions recorded with each run.
-VERSIONED = ("lowdens-dask", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed", "zarr", "prefect")
 #: Keys of the flow's ``cluster`` parameter (those of prefect-dask's ``DaskTaskRunner``).
 CLUSTER_KEYS = ("address", "cluster_class", "cluster_kwargs", "adapt_kwargs", "client_kwargs")
 
@@ -75,26 +70,12 @@ def counting_passes(client, X: da.Array):
     out["passes"] = reads / X.numblocks[0]
 
 
-def make_estimator(method: str, n_clusters: int | None, params: dict | None, random_state: int):
-    """The registered clustering estimator for ``method``; unknown methods and parameters are a ValueError."""
-    if method not in METHODS:
-        raise ValueError(f"Unknown method {method!r}; known methods: {sorted(METHODS)}.")
-    estimator = METHODS[method].clustering()
-    accepted = estimator.get_params()
-    settings = {"n_clusters": n_clusters, **(params or {})}
-    if "random_state" in accepted:
-        settings.setdefault("random_state", random_state)
-    unknown = sorted(set(settings) - set(accepted))
-    if unknown:
-        raise ValueError(f"Unknown parameters {unknown} for method {method!r}; it takes {sorted(accepted)}.")
-    return estimator.set_params(**settings)
-
-
 def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) -> DaskTaskRunner:
     """prefect-dask's ``DaskTaskRunner`` from the flow's ``cluster`` parameter: None for a temporary
     ``LocalCluster``; ``{"address": "tcp://..."}`` for an existing scheduler; ``{"cluster_class":
     "dask_kubernetes.operator.KubeCluster", "cluster_kwargs": {...}, "adapt_kwargs": {...}}`` for another
-    kind of cluster (``cluster_kwargs`` alone configure the ``LocalCluster``).
+    kind of cluster (``cluster_kwargs`` alone configure the ``LocalCluster``; ``{"processes": False}`` keeps
+    its workers in the flow's process).
 
     ``api_url``: the Prefect API the workers of a temporary ``LocalCluster`` report to (the flow's own, also
     when it is Prefect's temporary server; otherwise each worker would start a server of its own). Workers of
@@ -110,98 +91,63 @@ def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) ->
         # a temporary LocalCluster: its workers import the tasks' modules while they start (all at once,
         # instead of on each worker's first task), and report to the flow's API
         kwargs = dict(cluster.get("cluster_kwargs") or {})
-        kwargs.setdefault("preload", [__name__])
         kwargs.setdefault("dashboard_address", ":0")  # a free port: runs side by side do not clash
-        if api_url:
-            kwargs["env"] = {"PREFECT_API_URL": api_url, **(kwargs.get("env") or {})}
+        if kwargs.get("processes", True):
+            kwargs.setdefault("preload", [__name__])
+            if api_url:
+                kwargs["env"] = {"PREFECT_API_URL": api_url, **(kwargs.get("env") or {})}
         cluster["cluster_kwargs"] = kwargs
     return DaskTaskRunner(**cluster)
 
 
-def stable_labels(x: np.ndarray, tree_json: str, stable_ids: tuple[int, ...]) -> np.ndarray:
-    """The stable cluster id of each row: its leaf label in the tree, through ``stable_ids`` (a chunk task)."""
-    return np.asarray(stable_ids, dtype=np.int64)[leaf_labels_from_json(x, tree_json)]
-
-
-def route_to_stable_ids(X: da.Array, tree_json: str, stable_ids) -> da.Array:
-    """Lazy stable cluster ids of X's rows (-1 for rows with NaN/inf), in X's row chunks."""
-    return ChunkedData(X).label_rows(stable_labels, tree_json, tuple(int(i) for i in stable_ids))
-
-
 # ---------------------------------------------------------------------------------------------------- tasks
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def load_and_validate(input_path: str, storage_options: dict | None, true_labels) -> tuple[dict, np.ndarray | None]:
-    """The input's identity and the true labels, if any: a missing store or array, a wrong dtype or shape,
-    an empty array, or labels of the wrong length fail here, before any cluster starts."""
-    identity = input_identity(input_path, storage_options)
-    n_rows = identity["shape"][0]
-    if n_rows < 2:
-        raise ValueError(f"The array at {input_path!r} has {n_rows} row(s); at least 2 are needed.")
-    if true_labels is None:
-        return identity, None
-    truth = load_labels(true_labels) if isinstance(true_labels, str) else np.asarray(true_labels)
-    if truth.shape != (n_rows,):
-        raise ValueError(f"The true labels have shape {truth.shape}; the input has {n_rows} rows.")
-    return identity, truth
+def load_and_validate(
+    input_path: str, storage_options: dict | None, true_labels, header: bool | None = None
+) -> tuple[dict, np.ndarray | None]:
+    """The input's identity and the true labels, if any (:func:`.job.load_and_validate`): bad input fails
+    here, before any cluster starts."""
+    return job.load_and_validate(input_path, storage_options, true_labels, header=header)
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def fit(input_path: str, method: str, n_clusters, params: dict, random_state: int, storage_options) -> dict:
+def fit(input_path: str, method: str, n_clusters, params: dict, random_state: int, storage_options, header=None):
     """Fit on the flow's cluster; returns the tree as JSON and the fit's figures."""
     estimator = make_estimator(method, n_clusters, params, random_state)
     with cluster_client() as client:
-        X = open_input(input_path, storage_options)
+        X = open_input(input_path, storage_options, header=header)
         with counting_passes(client, X) as counted:
-            estimator.fit(X)
-    names = ("n_microclusters_", "n_nonfinite_")
-    figures = {name: int(getattr(estimator, name)) for name in names if hasattr(estimator, name)}
-    return {"tree": estimator.tree_.to_json(), "passes": counted["passes"], **figures}
+            fitted = job.fit_tree(estimator, X)
+    return {**fitted, "passes": counted["passes"]}
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def continuity(input_path: str, tree_json: str, identity: dict, previous: dict, storage_options) -> dict:
-    """Stable cluster ids (new leaf label -> id) and the stability figures against the previous run on the same
-    input: on the same rows (same shape and fingerprint) the previous labels are compared with the new ones;
-    otherwise the rows are routed through the previous tree."""
-    n_leaves = ClusterTree.from_json(tree_json).n_leaves
-    same_rows = previous["input"]["shape"] == identity["shape"] and (
-        previous["input"]["fingerprint"] == identity["fingerprint"]
-    )
+def continuity(input_path: str, tree_json: str, identity: dict, previous: dict, storage_options, header=None):
+    """Stable cluster ids and the stability figures against the previous run (:func:`.job.match_previous`)."""
     with cluster_client() as client:
-        X = open_input(input_path, storage_options)
-        if same_rows:
-            before = da.from_zarr(previous["url"], component="labels").rechunk((X.chunks[0],))
-        else:
-            before = route_to_stable_ids(X, previous["tree"], previous["stable_ids"])
-        now = ChunkedData(X).label_rows(leaf_labels_from_json, tree_json)
+        X = open_input(input_path, storage_options, header=header)
         with counting_passes(client, X) as counted:
-            table = contingency(before, now, shape=(max(previous["stable_ids"]) + 1, n_leaves))
-    mapping = match_cluster_ids(table)
-    figures = {
-        "previous_run": previous["run_id"],
-        "compared": "same rows" if same_rows else "rows routed through the previous tree",
-        **stability(table, mapping),
-    }
-    return {"stable_ids": [mapping[i] for i in range(n_leaves)], "stability": figures, "passes": counted["passes"]}
+            matched = job.match_previous(X, tree_json, identity, previous)
+    return {**matched, "passes": counted["passes"]}
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def write_labels(input_path: str, tree_json: str, stable_ids: list[int], attempt_url: str, storage_options) -> dict:
-    """Route every row through the tree to its stable cluster id (-1 for rows with NaN/inf) and write the
-    labels into the attempt, in the input's row chunks."""
+def write_labels(
+    input_path: str, tree_json: str, stable_ids: list[int], attempt_url: str, storage_options, header=None
+) -> dict:
+    """Route every row to its stable cluster id and write the labels into the attempt
+    (:func:`.job.write_labels`)."""
     with cluster_client() as client:
-        X = open_input(input_path, storage_options)
+        X = open_input(input_path, storage_options, header=header)
         with counting_passes(client, X) as counted:
-            route_to_stable_ids(X, tree_json, stable_ids).to_zarr(attempt_url, component="labels", overwrite=True)
+            job.write_labels(X, tree_json, stable_ids, attempt_url)
     return counted
 
 
 @task(cache_policy=NO_CACHE)
 def compute_metrics(tree_json: str, attempt_url: str, truth) -> dict:
-    """The tree's figures, the cluster sizes and, with true labels, the external scores (in the flow's
-    process: the labels are one integer per row)."""
-    labels = da.from_zarr(attempt_url, component="labels").compute(scheduler="threads")
-    return {**tree_metrics(ClusterTree.from_json(tree_json)), **label_metrics(labels, truth)}
+    """The tree's figures, the cluster sizes and the external scores (:func:`.job.compute_metrics`)."""
+    return job.compute_metrics(tree_json, attempt_url, truth)
 
 
 @task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
@@ -209,6 +155,31 @@ def persist(attempt: Attempt, attrs: dict) -> str:
     """Record the run's attributes and commit the attempt (its completion marker is written last)."""
     attempt.set_attrs(**attrs)
     return attempt.commit().run_id
+
+
+def publish_artifacts(run, store: str) -> None:
+    """The run's result in the Prefect UI: a markdown summary (clusters, sizes, scores, where the run is kept)
+    and a table of the cluster sizes."""
+    metrics = run.attrs["metrics"]
+    sizes = metrics.get("cluster_sizes", [])
+    scores = ", ".join(
+        f"{name} {metrics[name]:.3f}" for name in ("adjusted_rand", "purity", "v_measure") if name in metrics
+    )
+    lines = [
+        f"# Run {run.run_id}",
+        "",
+        f"- clusters: **{metrics['n_leaves']}** ({run.attrs['params']['method']}, "
+        f"{run.attrs['input']['shape'][0]:,} rows of {run.attrs['input']['path']})",
+        f"- cluster sizes: {', '.join(f'{size:,}' for size in sizes)}",
+        f"- rows not labelled (NaN or inf): {metrics.get('n_unlabelled', 0):,}",
+        *([f"- scores against the true labels: {scores}"] if scores else []),
+        f"- run store: `{store}`; the run: `{run.url}`",
+    ]
+    key = "".join(c if c.isalnum() else "-" for c in run.run_id.lower())
+    create_markdown_artifact("\n".join(lines), key=f"run-{key}"[:100], description=f"lowdens run {run.run_id}")
+    total = max(1, sum(sizes))
+    table = [{"cluster": i, "rows": size, "share": round(size / total, 4)} for i, size in enumerate(sizes)]
+    create_table_artifact(table, key=f"sizes-{key}"[:100], description=f"cluster sizes of run {run.run_id}")
 
 
 # ---------------------------------------------------------------------------------------------------- flows
@@ -223,6 +194,7 @@ def recluster_on_dask(
     identity: dict,
     previous: dict | None,
     attempt_url: str,
+    header: bool | None = None,
 ) -> dict:
     """The cluster work of :func:`recluster`: fit, continuity, and labels, each a task on the flow's Dask
     cluster (the task runner is set by :func:`recluster`)."""
@@ -238,16 +210,18 @@ def recluster_on_dask(
         logger.info("%s: done in %.1f s", name, seconds[name])
         return result
 
-    fitted = step("fit", fit.submit(input_path, method, n_clusters, params, random_state, storage_options))
+    fitted = step("fit", fit.submit(input_path, method, n_clusters, params, random_state, storage_options, header))
     tree_json = fitted["tree"]
     logger.info("fit: %d clusters", ClusterTree.from_json(tree_json).n_leaves)
     if previous is None:  # the first run on this input: its ids are its labels (no task, no pass)
-        n_leaves = ClusterTree.from_json(tree_json).n_leaves
-        matched = {"stable_ids": list(range(n_leaves)), "stability": None}
+        matched = job.match_previous(None, tree_json, identity, None)
     else:
-        matched = step("continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options))
+        matched = step(
+            "continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options, header)
+        )
     step(
-        "write_labels", write_labels.submit(input_path, tree_json, matched["stable_ids"], attempt_url, storage_options)
+        "write_labels",
+        write_labels.submit(input_path, tree_json, matched["stable_ids"], attempt_url, storage_options, header),
     )
     figures = {k: v for k, v in fitted.items() if k not in ("tree", "passes")}
     return {
@@ -269,15 +243,18 @@ def recluster(
     true_labels: str | list | None = None,
     storage_options: dict | None = None,
     cluster: dict | None = None,
+    header: bool | None = None,
 ) -> str:
     """Recluster the array at ``input_path`` (zarr, ``.npy``, ``.csv`` or parquet) with ``method`` and persist
     the run in ``store`` as ``run_id`` (default: made from the time); returns the run id.
 
     ``true_labels`` (a list, or a path to them) adds ARI, V-measure and purity to the metrics. ``cluster``
-    chooses the Dask cluster (:func:`dask_task_runner`). Cluster ids are kept stable across runs on the same
-    input path: each new cluster takes the id of the previous run's cluster it overlaps most. Bad input (an
-    unknown method or parameter, a missing or malformed array, a bad cluster setting) fails before any Dask
-    cluster starts, and a failed run leaves no trace in the store.
+    chooses the Dask cluster (:func:`dask_task_runner`). ``header``: whether a CSV input's first row is a header
+    (None: when it is not all numbers). Cluster ids are kept stable across runs on the same input path: each
+    new cluster takes the id of the previous run's cluster it overlaps most. Bad input (an unknown method or
+    parameter, a missing or malformed array, a bad cluster setting) fails before any Dask cluster starts, and a
+    failed run leaves no trace in the store. The flow run publishes the result as Prefect artifacts (a summary,
+    and a table of the cluster sizes).
     """
     logger = get_run_logger()
     make_estimator(method, n_clusters, params, random_state)
@@ -285,19 +262,10 @@ def recluster(
         runner = dask_task_runner(cluster, api_url=str(client.api_url))
     runs = RunsStore(store)
     started = time.perf_counter()
-    identity, truth = load_and_validate(input_path, storage_options, true_labels)
+    identity, truth = load_and_validate(input_path, storage_options, true_labels, header)
     load_seconds = time.perf_counter() - started
     logger.info("load_and_validate: %s, shape %s, %s", identity["path"], identity["shape"], identity["dtype"])
-    latest = runs.latest_on(identity["path"])
-    previous = None
-    if latest is not None and "stable_ids" in latest.attrs:
-        previous = {
-            "run_id": latest.run_id,
-            "url": latest.url,
-            "tree": latest.tree.to_json(),
-            "stable_ids": latest.attrs["stable_ids"],
-            "input": latest.attrs["input"],
-        }
+    previous = job.previous_run(runs, identity)
     with runs.attempt(run_id) as attempt:
         done = recluster_on_dask.with_options(task_runner=runner)(
             input_path,
@@ -309,21 +277,17 @@ def recluster(
             identity,
             previous,
             attempt.url,
+            header,
         )
         started = time.perf_counter()
         metrics = {**compute_metrics(done["tree"], attempt.url, truth), **done["metrics"]}
         metrics["seconds"] = {"load_and_validate": load_seconds, **metrics["seconds"]}
         metrics["seconds"]["metrics"] = time.perf_counter() - started
-        attrs = {
-            "tree": ClusterTree.from_json(done["tree"]),
-            "stable_ids": done["stable_ids"],
-            "params": {"method": method, "n_clusters": n_clusters, "random_state": random_state, **(params or {})},
-            "versions": {name: version(name) for name in VERSIONED},
-            "input": identity,
-            "metrics": metrics,
-        }
+        settings = {"method": method, "n_clusters": n_clusters, "random_state": random_state, **(params or {})}
+        attrs = job.run_attrs(done["tree"], done["stable_ids"], settings, identity, metrics, true_labels)
         run_id = persist(attempt, attrs)
     logger.info("persisted run %s in %s", run_id, store)
+    publish_artifacts(runs.get(run_id), store)
     return run_id
 
 

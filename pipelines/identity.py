@@ -16,16 +16,19 @@ from .inputs import open_input
 FINGERPRINT_CHUNKS = 8
 
 
-def input_identity(path: str | os.PathLike, storage_options: dict | None = None) -> dict:
+def input_identity(
+    path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None, X=None
+) -> dict:
     """``{"path", "shape", "dtype", "row_chunks", "fingerprint"}`` of an input (:func:`open_input`: a zarr array,
     ``.npy``, ``.csv`` or parquet; a path or an fsspec URL).
 
     The fingerprint is the SHA-256 of the shape, the dtype and the decoded values of at most
     ``FINGERPRINT_CHUNKS`` row chunks (the first, the last and evenly spaced ones): two runs on the same
     unchanged store agree, and a change to a sampled chunk, the shape or the dtype changes it. It reads a
-    few chunks, whatever the store's size; a change confined to unsampled chunks goes unseen.
+    few chunks, whatever the store's size; a change confined to unsampled chunks goes unseen. ``X``: the
+    input, when it is already open (``header``: see :func:`~.inputs.open_input`).
     """
-    arr = open_input(path, storage_options)
+    arr = open_input(path, storage_options, header=header) if X is None else X
     n_blocks = arr.numblocks[0]
     picks = sorted({int(i) for i in np.linspace(0, n_blocks - 1, min(FINGERPRINT_CHUNKS, n_blocks))})
     digest = hashlib.sha256(f"{arr.shape}|{arr.dtype.str}|{picks}".encode())

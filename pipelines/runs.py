@@ -259,13 +259,18 @@ class Attempt:
         raise ValueError(f"Run {self.run_id!r} {why}; this attempt is discarded.")
 
     def discard(self) -> None:
-        """Withdraw the claim (if any) and delete the attempt's folder; best effort."""
+        """Withdraw the claim (if any) and delete the attempt's folder, and the run's folder if that leaves it
+        empty (where folders are real); best effort."""
         self.discarded = True
         for path, recursive in ((f"{self.path}/{CLAIM}", False), (self.path, True)):
             try:
                 self.store.fs.rm(path, recursive=recursive)
             except OSError:
                 pass
+        try:
+            self.store.fs.rmdir(self.path.rsplit("/", 1)[0])  # fails, as it should, unless empty
+        except (OSError, NotImplementedError):
+            pass
 
 
 class RunsStore:

@@ -25,7 +25,7 @@ def lowdens(*args, cwd):
 
 def test_runs_list_and_show(tmp_path):
     empty = lowdens("runs", "list", "--store", str(tmp_path / "none"), cwd=tmp_path)
-    assert empty.returncode == 0 and empty.stdout == ""
+    assert empty.returncode == 0 and empty.stdout == f"no runs in {tmp_path / 'none'}\n"
     store = RunsStore(str(tmp_path / "runs"))
     for run_id, path in (("old", "a.zarr"), ("new", "b.zarr")):
         with store.attempt(run_id) as attempt:
@@ -33,7 +33,8 @@ def test_runs_list_and_show(tmp_path):
             attempt.commit()
     listing = lowdens("runs", "list", "--store", str(tmp_path / "runs"), cwd=tmp_path)
     assert listing.returncode == 0
-    lines = listing.stdout.splitlines()
+    header, *lines = listing.stdout.splitlines()
+    assert header.split("\t") == ["run", "committed", "method", "clusters", "input"]
     assert [line.split("\t")[0] for line in lines] == ["new", "old"] and lines[0].endswith("\tmdh\t4\tb.zarr")
     shown = lowdens("runs", "show", "old", "--store", str(tmp_path / "runs"), cwd=tmp_path)
     assert shown.returncode == 0 and '"path": "a.zarr"' in shown.stdout
@@ -47,7 +48,7 @@ def test_errors_are_one_line_and_a_nonzero_exit(tmp_path):
     ]
     bad = lowdens("fit", str(tmp_path / "X.zarr"), "--method", "kmeans", cwd=tmp_path)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
-    assert "Unknown method 'kmeans'" in bad.stderr
+    assert "argument --method: invalid choice: 'kmeans'" in bad.stderr
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +106,9 @@ def test_predict_refuses_rows_of_another_width(fitted_run, tmp_path):
         "predict", "r1", str(tmp_path / "narrow.npy"), "--out", "x.npy", "--store", str(root / "runs"), cwd=tmp_path
     )
     assert done.returncode == 2 and not (tmp_path / "x.npy").exists()
-    assert done.stderr.strip().splitlines() == [
+    assert done.stderr.strip().splitlines()[-1] == (
         f"lowdens: error: {tmp_path / 'narrow.npy'} has 5 columns; run 'r1' was fitted on {X.shape[1]}."
-    ]
+    )
 
 
 def test_plot_writes_the_runs_plots(fitted_run, tmp_path):

@@ -5,7 +5,7 @@ from .mdh import MDH
 from .msc import MSC, MSCClustering
 from .ncut import NCutClustering, NCutH
 from .projection import MCProjection, MDHProjection, NCutProjection
-from .registry import METHODS, Method, get_method
+from .registry import METHODS, Method, check_params, get_method
 from .semi_supervised import MDHClassifier
 from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
 from .svm import SupportVectorClustering, SVMRelabelClustering
@@ -35,5 +35,6 @@ __all__ = [
     "SCPPClustering",
     "SVMRelabelClustering",
     "SupportVectorClustering",
+    "check_params",
     "get_method",
 ]

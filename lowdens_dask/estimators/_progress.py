@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 #: Width of the bar in characters.
 WIDTH = 30
@@ -44,6 +46,27 @@ class ProgressBar:
         self.stream.flush()
 
 
-def progress_bar(label: str, total: int | None, passes: Callable[[], int] | None = None) -> ProgressBar | None:
-    """A :class:`ProgressBar` in interactive use, else None."""
-    return ProgressBar(label, total, passes) if interactive() else None
+#: A host that draws the progress itself (the ``lowdens`` command): ``host(label, total)`` returns an object
+#: with the bar's ``__call__(n_leaves)`` and ``close()``.
+_host: ContextVar[Callable | None] = ContextVar("lowdens_progress_host", default=None)
+
+
+@contextmanager
+def progress_to(host: Callable):
+    """Send the progress of the fits in the block to ``host`` instead of drawing a bar."""
+    token = _host.set(host)
+    try:
+        yield
+    finally:
+        _host.reset(token)
+
+
+def progress_bar(
+    label: str, total: int | None, passes: Callable[[], int] | None = None, draw: bool = True
+) -> ProgressBar | None:
+    """The host's progress (:func:`progress_to`), else a :class:`ProgressBar` when ``draw`` in interactive use,
+    else None."""
+    host = _host.get()
+    if host is not None:
+        return host(label, total)
+    return ProgressBar(label, total, passes) if draw and interactive() else None

@@ -75,9 +75,9 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         self._check_params()
         check_scale_out_params(self)
         if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
         if is_chunked_input(X):
-            return fit_exact_chunked(self, X, sample_weight, self._fit_node, lambda arr: route_rows(self.tree_, arr))
+            return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._route, self._fit_rows)
         X, weights, finite = check_fit_rows(self, X, sample_weight)
         self._fit_rows(X, weights)
         self.labels_ = labels_with_skipped(self.tree_.predict(X), finite)
@@ -85,9 +85,13 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
         return self
 
+    def _route(self, arr):
+        return route_rows(self.tree_, arr)
+
     def _fit_data(self, data, frame, parallel: int, refine) -> None:
         rows = data if data.chunked else None if refine is None else refine.rows
-        bar = None if rows is None else progress_bar(type(self).__name__, self.n_clusters, lambda: rows.counter.total)
+        passes = None if rows is None else (lambda: rows.counter.total)
+        bar = progress_bar(type(self).__name__, self.n_clusters, passes, draw=rows is not None)
         try:
             growth = grow_tree(
                 data,
@@ -178,7 +182,10 @@ class MDHClustering(_DivisiveClustering):
         "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
         and zarr stores in summary mode; "exact" fits every input exactly (Dask and zarr input by
         chunk-map and tree-reduce passes over the rows, with the in-memory result); "summary" forces
-        summary mode (see :mod:`lowdens_dask.estimators._scale_out`).
+        summary mode (see :mod:`lowdens_dask.estimators._scale_out`). Small input, at most 256 rows
+        (``SMALL_INPUT_ROWS``), is read into memory in one pass and fitted on its rows in every mode, with
+        the tree and labels of the numpy array's fit (its summary would have too few microclusters to place
+        a split); ``labels_`` is still a Dask array for Dask or zarr input. At least 2 finite rows are needed.
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
     refine : int, default=0
@@ -212,7 +219,7 @@ class MDHClustering(_DivisiveClustering):
     n_clusters_ : int
         Number of leaves actually formed.
     n_microclusters_ : int
-        Summary mode only: size of the summary.
+        Summary mode only: size of the summary (the number of rows, for small input fitted on its rows).
     timings_ : dict
         Summary mode only: seconds spent in the summarising pass (``"summary_pass"``), growing the tree on the
         microclusters (``"tree"``) and labelling every row (``"label_pass"``; None while the labels of

@@ -37,7 +37,16 @@ from ..pursuit.msc import (
     solve_moments,
 )
 from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
-from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows, store_labels
+from ._scale_out import (
+    check_enough_rows,
+    check_scale_out_params,
+    fit_in_summary_mode,
+    fit_small_input,
+    is_chunked_input,
+    is_small_input,
+    route_rows,
+    store_labels,
+)
 from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
 
 #: ``solver="auto"`` solves exactly up to this many distinct rows in a node (D of 5,000 rows is 200 MB) and with
@@ -85,7 +94,9 @@ _PARAMETERS_DOC = """
         by the landmark solver over the node's rows (two passes per split: count and sample landmarks, then the
         r×r moments; the landmarks are a uniform sample of the node's rows, σ² the median heuristic on them) and
         label the rows in a final lazy pass; "summary" fits on the scale-out engine's weighted
-        microclusters (one pass) as rows in memory.
+        microclusters (one pass) as rows in memory. Small Dask or zarr input (at most 256 rows,
+        ``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._scale_out`) is read into memory in one pass
+        and fitted on its rows in every mode, as a numpy array would be; ``labels_`` stays a Dask array.
     rows_per_microcluster, nonfinite, storage_options, labels_store
         As for :class:`~lowdens_dask.MDHClustering` (NaN/inf rows of chunked input: "raise", or "skip" to label
         them -1).
@@ -368,10 +379,13 @@ class _MSCBase(ClusterMixin, BaseEstimator):
     def _n_clusters(self) -> int:
         return self.n_clusters
 
-    def fit(self, X, y=None, sample_weight=None):
-        """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are its leaves' labels."""
+    def _check_params(self) -> None:
         _check_params(self)
         check_positive_int(self._n_clusters(), f"{type(self).__name__}: n_clusters")
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are its leaves' labels."""
+        self._check_params()
         if self.mode == "summary":
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
         if is_chunked_input(X):
@@ -423,6 +437,8 @@ class _MSCBase(ClusterMixin, BaseEstimator):
                 "(solver='auto' or 'landmarks'), or on microclusters in memory with mode='summary'."
             )
         arr = as_dask_array(X, storage_options=self.storage_options)
+        if is_small_input(arr):  # read into memory and fitted as rows (see _scale_out)
+            return fit_small_input(self, arr, True, self._fit_rows, lambda a: route_rows(self.tree_, a), summary=False)
         self.n_features_in_ = arr.shape[1]
         growth = _ChunkedGrowth(self, arr)
         info, nonfinite = growth.leaves_pass(None)
@@ -433,7 +449,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
                 "them aside (they are then labelled -1)."
             )
         if info[0] is None or info[0][0] < 2:
-            raise ValueError(f"X has {total - nonfinite} finite rows; at least 2 are needed.")
+            check_enough_rows(total - nonfinite, total)
         if np.all(info[0][3] == info[0][4]):
             raise ValueError("Every feature of X is constant; there is no direction to split along.")
         tree = ClusterTree(arr.shape[1], self._method, {}, root_size=info[0][0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ._scale_out import check_scale_out_params
 from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
 from .msc import MSC, MSCClustering
@@ -48,3 +49,11 @@ def get_method(name: str) -> Method:
         return METHODS[name]
     except KeyError:
         raise ValueError(f"Unknown method {name!r}; known methods: {sorted(METHODS)}.") from None
+
+
+def check_params(estimator) -> None:
+    """Run the parameter checks that an estimator's ``fit`` runs first, without fitting: a bad value is a
+    ``ValueError`` that names the parameter (so a pipeline can refuse it before it starts any work)."""
+    estimator._check_params()
+    if hasattr(estimator, "nonfinite"):  # estimators that also take Dask and zarr input
+        check_scale_out_params(estimator)
