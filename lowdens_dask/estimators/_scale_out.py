@@ -32,6 +32,20 @@
 **Exact mode** (``mode="exact"``) grows the tree on :class:`~lowdens_dask.backend.chunked.ChunkedNode`
 objects: every step of every node's pursuit is a chunk map and tree reduction over the node's rows,
 which gives the in-memory result.
+
+**Small input** (at most ``SMALL_INPUT_ROWS`` = 256 rows, and at most ``SMALL_INPUT_BYTES`` = 64 MiB as
+float64; Dask arrays, zarr stores, and in-memory arrays with ``mode="summary"``) is read into memory in one
+pass and fitted by the in-memory path, in summary and exact mode alike: the tree and the labels are those
+of the numpy array's fit. A summary of so few rows has at most 13 microclusters at the default 20 rows
+each, and only one per chunk of up to 20 rows: too few to place a split (20 rows in one chunk gave one
+microcluster, and the fit failed; 30 rows in chunks of 10 gave three, and MDH's ARI on two separated groups
+fell to 0.74), while fitting 256 rows in memory takes milliseconds. The Dask-input contract holds:
+``labels_`` is a Dask array (written to ``labels_store`` when given), ``predict`` routes Dask input,
+NaN/inf rows follow ``nonfinite`` (labelled -1 with "skip"), and in summary mode ``n_microclusters_``
+counts the rows (each row is its own microcluster). The one limit left is the in-memory one, at least 2
+finite rows (every method splits 2 rows into 2 clusters). Above the threshold, a summary of fewer than 2
+microclusters (``rows_per_microcluster`` as large as the chunks) is refused with a message that names
+``rows_per_microcluster``.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -56,6 +70,11 @@ from ..tree import ClusterTree
 MAX_MICROCLUSTERS_PER_CHUNK = 64
 #: With mode="auto", in-memory arrays with more rows than this are fitted in summary mode too.
 AUTO_SUMMARY_ROWS = 2_000_000
+#: Dask or zarr input (or in-memory input in summary mode) of at most this many rows ...
+SMALL_INPUT_ROWS = 256
+#: ... and at most this many bytes as float64 is read into memory and fitted by the in-memory path, in every mode
+#: (see the module docstring): a summary of so few rows has too few microclusters to place a split.
+SMALL_INPUT_BYTES = 64 * 2**20
 
 
 def is_chunked_input(X) -> bool:
@@ -102,17 +121,86 @@ def as_chunked(est, X) -> da.Array:
     return as_dask_array(da.from_array(X, chunks=(rows, X.shape[1])))
 
 
+def _check_nonfinite(est, n_nonfinite: int, n_rows: int) -> None:
+    if n_nonfinite and est.nonfinite == "raise":
+        raise ValueError(
+            f"X has {n_nonfinite} of {n_rows} rows with NaN or infinite values; pass "
+            "nonfinite='skip' to set them aside (they are then labelled -1)."
+        )
+
+
+def check_enough_rows(n_finite: int, n_rows: int) -> None:
+    """At least two finite rows: the one limit every method has in memory (two rows make two clusters)."""
+    if n_finite < 2:
+        aside = f" ({n_rows - n_finite} of {n_rows} set aside for NaN/inf)" if n_rows > n_finite else ""
+        raise ValueError(f"X has {n_finite} finite row{'' if n_finite == 1 else 's'}{aside}; at least 2 are needed.")
+
+
 def summarise(est, arr: da.Array, seed: int) -> Summary:
     """The summarising pass, with the NaN/inf policy applied."""
     summary = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed)
-    if summary.n_nonfinite and est.nonfinite == "raise":
+    _check_nonfinite(est, summary.n_nonfinite, summary.n_rows)
+    n_finite = summary.n_rows - summary.n_nonfinite
+    check_enough_rows(n_finite, summary.n_rows)
+    k = summary.data.n_samples
+    if k < 2:
         raise ValueError(
-            f"X has {summary.n_nonfinite} of {summary.n_rows} rows with NaN or infinite values; pass "
-            "nonfinite='skip' to set them aside (they are then labelled -1)."
+            f"The summary of X's {n_finite} finite rows has {k} microcluster{'' if k == 1 else 's'} (one per "
+            f"rows_per_microcluster={est.rows_per_microcluster:g} rows of each chunk); at least 2 are needed: "
+            "lower rows_per_microcluster, use smaller chunks, or fit with mode='exact'."
         )
-    if summary.data.n_samples < 2:
-        raise ValueError(f"X has {summary.n_rows - summary.n_nonfinite} finite rows; at least 2 are needed.")
     return summary
+
+
+def is_small_input(arr: da.Array) -> bool:
+    """At most ``SMALL_INPUT_ROWS`` rows and ``SMALL_INPUT_BYTES`` as float64 (known from the array's shape,
+    without a pass; never for unknown chunk sizes)."""
+    n, d = arr.shape
+    return bool(np.isfinite(n)) and n <= SMALL_INPUT_ROWS and n * d * 8 <= SMALL_INPUT_BYTES
+
+
+def read_small_input(est, arr: da.Array) -> tuple[np.ndarray, np.ndarray, int]:
+    """Small chunked input in memory (one pass): ``(X, weights, n_nonfinite)``, the finite rows checked as the
+    in-memory path checks them, the NaN/inf policy applied as in summary and exact mode."""
+    from ._validation import check_fit_input
+
+    x = np.asarray(arr.compute())
+    finite = np.isfinite(x).all(axis=1)
+    n_nonfinite = int(finite.size - finite.sum())
+    _check_nonfinite(est, n_nonfinite, x.shape[0])
+    check_enough_rows(x.shape[0] - n_nonfinite, x.shape[0])
+    X, weights = check_fit_input(est, x if n_nonfinite == 0 else x[finite], None)
+    return X, weights, n_nonfinite
+
+
+def fit_small_input(est, arr: da.Array, chunked: bool, fit_rows, route, summary: bool):
+    """Fit small input (:func:`is_small_input`) by the in-memory path: ``fit_rows(rows, weights)`` after one
+    pass that reads the rows, then ``route(arr)`` every row (lazily, or written to ``labels_store``, for
+    ``chunked`` input; computed for in-memory input in summary mode).
+
+    Sets what the summary or exact path sets: ``n_features_in_``, ``n_nonfinite_``, ``labels_``, ``n_passes_``,
+    and in summary mode ``n_microclusters_`` (the rows) and ``timings_``."""
+    start = time.perf_counter()
+    rows, weights, n_nonfinite = read_small_input(est, arr)
+    est.n_features_in_ = arr.shape[1]
+    read = time.perf_counter()
+    fit_rows(rows, weights)
+    grown = time.perf_counter()
+    est.n_nonfinite_ = n_nonfinite
+    labels = route(arr)
+    est.labels_ = store_labels(est, labels) if chunked else labels.compute()
+    if summary:
+        est.n_microclusters_ = rows.shape[0]
+        computed = not chunked or est.labels_store is not None
+        est.timings_ = {
+            "summary_pass": read - start,
+            "tree": grown - read,
+            "label_pass": time.perf_counter() - grown if computed else None,
+        }
+    counter = PassCounter()
+    counter.add(1 + (est.labels_store is not None and chunked))  # the rows read; the labels written
+    record_passes(est, counter)
+    return est
 
 
 #: Codec of the labels written to ``labels_store``: few distinct small integers compress well bit-shuffled, and
@@ -144,6 +232,8 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     if sample_weight is not None:
         raise ValueError("sample_weight is not supported in summary mode (the summary carries the weights).")
     arr = as_chunked(est, X)
+    if is_small_input(arr):
+        return fit_small_input(est, arr, is_chunked_input(X), fit_rows, route, summary=True)
     est.n_features_in_ = arr.shape[1]
     start = time.perf_counter()
     summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
@@ -181,9 +271,11 @@ def max_node_bytes(est) -> float:
     return default_max_node_bytes() if isinstance(value, str) and value == "auto" else float(value)
 
 
-def fit_exact_chunked(est, X, sample_weight, fit_node, route):
+def fit_exact_chunked(est, X, sample_weight, fit_node, route, fit_rows=None):
     """Exact mode over chunked input: ``fit_node(root)`` on a :class:`ChunkedNode` of all finite rows
-    (every pursuit step a pass over the chunks), then ``route(arr)`` every row.
+    (every pursuit step a pass over the chunks), then ``route(arr)`` every row. Small input
+    (:func:`is_small_input`) is read into memory and fitted by ``fit_rows(rows, weights)`` (default
+    ``est._fit_rows``), the in-memory path.
 
     Sets ``n_features_in_``, ``n_nonfinite_`` and ``labels_`` (lazy, or written to ``labels_store``).
     """
@@ -195,15 +287,13 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route):
                 f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
             )
     arr = as_dask_array(X, storage_options=est.storage_options)
+    if is_small_input(arr):
+        fit_rows = est._fit_rows if fit_rows is None else fit_rows
+        return fit_small_input(est, arr, True, fit_rows, route, summary=False)
     est.n_features_in_ = arr.shape[1]
     root = ChunkedNode(arr)
-    if root.n_nonfinite and est.nonfinite == "raise":
-        raise ValueError(
-            f"X has {root.n_nonfinite} of {arr.shape[0]} rows with NaN or infinite values; pass "
-            "nonfinite='skip' to set them aside (they are then labelled -1)."
-        )
-    if root.n_samples < 2:
-        raise ValueError(f"X has {root.n_samples} finite rows; at least 2 are needed.")
+    _check_nonfinite(est, root.n_nonfinite, arr.shape[0])
+    check_enough_rows(root.n_samples, arr.shape[0])
     fit_node(root)
     est.n_nonfinite_ = root.n_nonfinite
     est.labels_ = store_labels(est, route(arr))

@@ -81,7 +81,10 @@ _PARAMETERS_DOC = """
         pass labels the rows. "exact" on chunked input builds each node's microclusters from its own rows
         (chunk-local k-means of the rows that reach the node, one pass per node, reduced to
         ``n_microclusters`` by weighted k-means), so deep nodes keep their resolution; two more passes per
-        split count the sides' rows.
+        split count the sides' rows. Small Dask or zarr input, at most 256 rows (``SMALL_INPUT_ROWS`` in
+        :mod:`lowdens_dask.estimators._scale_out`), is read into memory in one pass and fitted on its rows in
+        every mode, as the numpy array would be (its summary would have too few microclusters to place a
+        split); ``labels_`` is still a Dask array.
     rows_per_microcluster, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int or None, default=None
@@ -102,7 +105,7 @@ _ATTRIBUTES_DOC = """
     n_evaluations_ : int
         Objective evaluations over all splits.
     n_microclusters_ : int
-        Summary mode only: the number of summaries the tree was grown on.
+        Summary mode only: the number of summaries the tree was grown on (the rows, for small input).
     n_nonfinite_ : int
         Dask or zarr input: rows set aside for NaN/inf (``nonfinite="skip"``).
 """

@@ -118,7 +118,10 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         "auto" fits in-memory input on its rows (in summary mode above 20,000 rows without ``sample_weight``)
         and Dask arrays and zarr stores in summary mode: one pass builds weighted microclusters, the tree grows
         on them (each node's SVM on at most ``max_points`` of them) and a final pass routes every row. There
-        is no exact mode on chunked input (an SVM needs its points in memory).
+        is no exact mode on chunked input (an SVM needs its points in memory). Small input, at most 256 rows
+        (``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._scale_out`), is read into memory in one pass and
+        fitted on its rows, as the numpy array would be (its summary would have too few microclusters to place
+        a split); ``labels_`` is still a Dask array for Dask or zarr input.
     rows_per_microcluster, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int, RandomState or None, default=None
@@ -138,7 +141,7 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
     n_evaluations_, n_iter_ : int
         SVM fits (relabelling iterations) over all splits.
     n_microclusters_, n_nonfinite_ : int
-        Summary mode only.
+        Summary mode only (``n_microclusters_`` counts the rows of small input, fitted on its rows).
     n_features_in_ : int
     """
 
