@@ -2,18 +2,22 @@
 ``node_plot``), with matplotlib's object API (``matplotlib.figure.Figure``; no pyplot state, so they work
 headless and in notebooks).
 
-- :func:`plot_tree`: one panel per internal node, its rows on the node's normal v and on the leading
-  direction orthogonal to v, with the hyperplane (PPCI's ``tree_plot``, laid out as a grid);
-- :func:`plot_node`: the node's index along its projection: the kernel density (and MDH's penalised
-  density) for the density indices, the normalised cut or the variance ratio as a function of the split
-  point, the histogram for PDDP and iPDDP (PPCI's ``node_plot``);
+- :func:`plot_tree`: one panel per internal node, its rows on the coordinate its split thresholds (the
+  projection on the node's normal v, or a kernel split's decision function f) and on the leading direction
+  orthogonal to v (the first principal component of the node's rows for a kernel split), with the split
+  (PPCI's ``tree_plot``, laid out as a grid); a nearest-projected-centre split shows its projection;
+- :func:`plot_node`: the node's index along its projection, as the index draws it
+  (:meth:`~lowdens_dask.indices.ProjectionIndex.profile`): the kernel density (and MDH's penalised density)
+  for the density indices, the normalised cut or the variance ratio as a function of the split point, the
+  histogram for PDDP, iPDDP and the splits no projection index describes (PPCI's ``node_plot``);
 - :func:`plot_dendrogram`: the tree as a scipy dendrogram;
 - :func:`save_plots`: all of them as PNG files.
 
 The tree stores no rows: every plot takes the data X (a numpy array, a Dask array, a zarr array or a zarr
 path), draws a random sample of at most ``max_points`` of its rows (rows with NaN or inf are then skipped)
 and routes the sample down the tree with the nodes' own split rules. Only the sampled rows are read from
-Dask or zarr input.
+Dask or zarr input. True labels keep one colour each in every figure: the colours follow the sorted
+distinct values of all the labels given.
 
 This module sits above the tree layer and imports matplotlib; ``import lowdens_dask`` does not import it
 (the public names resolve to this module on first use).
@@ -23,8 +27,11 @@ This module sits above the tree layer and imports matplotlib; ``import lowdens_d
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+import textwrap
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,30 +45,46 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from ._warnings import warn
 from .backend import InMemoryData, as_dask_array
-from .indices.density import log_penalised_density, penalty_coefficient
-from .indices.minimum_density import node_bandwidth
-from .indices.ncut import ncut_scale
-from .kernels.kde import weighted_moments
+from .indices import INDICES
+from .indices.base import Profile
 from .tree import ClusterTree, HyperplaneRule, NearestCentreRule, Node
 
 __all__ = ["plot_dendrogram", "plot_node", "plot_tree", "save_plots"]
 
-#: Colours of the two sides of a split (child 0: v.x < b, child 1: v.x >= b) when no labels are given.
+#: Colours of the two sides of a split (child 0: below the split, child 1: at or above it) without labels.
 SIDE_COLOURS = ("tab:blue", "tab:orange")
-#: Grid points of the kernel density curves (at most; about 8 per bandwidth otherwise).
-KDE_GRID_MAX = 2048
-KDE_GRID_MIN = 512
 
 _STAT_NAMES = {"fval": "fval", "relative_depth": "rel. depth", "gap": "gap"}
 
 
 # ---------------------------------------------------------------------------------------------- input
+class _Palette(NamedTuple):
+    """One colour per distinct true label (sorted), the same in every figure of a run."""
+
+    classes: np.ndarray
+    colours: list
+
+    @classmethod
+    def of(cls, labels) -> _Palette:
+        classes = np.unique(labels.compute() if isinstance(labels, da.Array) else labels)
+        k = len(classes)
+        if k <= 10:
+            colours = [colormaps["tab10"](i) for i in range(k)]
+        elif k <= 20:
+            colours = [colormaps["tab20"](i) for i in range(k)]
+        else:
+            colours = [colormaps["turbo"](i / (k - 1)) for i in range(k)]
+        return cls(classes, colours)
+
+
 class _Sample(NamedTuple):
-    """Finite sampled rows of X, their true labels (or None), and the rows reaching each node."""
+    """Finite sampled rows of X, their true labels' class indices (or None), and the rows reaching each node."""
 
     rows: np.ndarray  #: (m, d) float64, finite
-    labels: np.ndarray | None  #: (m,) or None
+    codes: np.ndarray | None  #: (m,) index into ``palette.classes`` of each row's true label, or None
+    palette: _Palette | None
     routes: dict[int, np.ndarray]  #: node id -> indices into ``rows`` of the rows that reach it
     n_total: int  #: rows of X
 
@@ -73,13 +96,6 @@ def _internal_nodes(tree: ClusterTree) -> list[Node]:
     nodes = [node for node in tree if not node.is_leaf]
     if not nodes:
         raise ValueError("The tree has no split to plot: it is a single leaf.")
-    for node in nodes:
-        if not isinstance(node.rule, (HyperplaneRule, NearestCentreRule)):
-            kind = getattr(node.rule, "kind", type(node.rule).__name__)
-            raise TypeError(
-                f"Node {node.id} splits by a {kind!r} rule; only hyperplane and nearest-projected-centre splits "
-                "can be plotted."
-            )
     return sorted(nodes, key=lambda node: node.depth)  # stable: tree order within a level
 
 
@@ -134,14 +150,17 @@ def _route(tree: ClusterTree, rows: np.ndarray) -> dict[int, np.ndarray]:
 
 def _sample(tree: ClusterTree, X, labels, max_points: int, random_state) -> _Sample:
     """At most ``max_points`` rows of X drawn without replacement (all rows when X has no more), read from Dask
-    or zarr input as sorted row indices; rows with NaN or inf skipped; routed down the tree."""
+    or zarr input as sorted row indices; rows with NaN or inf skipped; routed down the tree. The palette covers
+    every distinct label given, sampled or not."""
     max_points = _check_max_points(max_points)
     X = _as_array(X, tree.n_features)
     n = int(X.shape[0])
+    palette = None
     if labels is not None:
         labels = labels if isinstance(labels, da.Array) else np.asarray(labels)
         if labels.ndim != 1 or labels.shape[0] != n:
             raise ValueError(f"labels must have one entry per row of X ({n}); got shape {labels.shape}.")
+        palette = _Palette.of(labels)
     if n <= max_points:
         idx = np.arange(n)
     else:
@@ -150,34 +169,25 @@ def _sample(tree: ClusterTree, X, labels, max_points: int, random_state) -> _Sam
     full = idx.size == n
     rows = X if full else X[idx]
     rows = np.asarray(rows.compute() if chunked else rows, dtype=np.float64)
+    codes = None
     if labels is not None:
         labels = labels if full else labels[idx]
         labels = np.asarray(labels.compute() if isinstance(labels, da.Array) else labels)
+        codes = np.searchsorted(palette.classes, labels)
     finite = np.isfinite(rows).all(axis=1)
     if not finite.all():
         rows = rows[finite]
-        labels = None if labels is None else labels[finite]
+        codes = None if codes is None else codes[finite]
     rows = np.ascontiguousarray(rows)
-    return _Sample(rows, labels, _route(tree, rows), n)
+    return _Sample(rows, codes, palette, _route(tree, rows), n)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def _classes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, list]:
-    """Distinct labels (sorted), each row's class index, and one colour per class."""
-    classes, codes = np.unique(labels, return_inverse=True)
-    k = len(classes)
-    if k <= 10:
-        colours = [colormaps["tab10"](i) for i in range(k)]
-    elif k <= 20:
-        colours = [colormaps["tab20"](i) for i in range(k)]
-    else:
-        colours = [colormaps["turbo"](i / (k - 1)) for i in range(k)]
-    return classes, codes.reshape(-1), colours
-
-
-def _orthogonal_direction(Z: np.ndarray, v: np.ndarray) -> np.ndarray:
+def _orthogonal_direction(Z: np.ndarray, v: np.ndarray | None) -> np.ndarray:
     """The first principal direction of the rows Z after removing their component along v (unit, orthogonal
-    to v, largest-magnitude entry positive); a zero vector when the rows have no spread orthogonal to v."""
+    to v, largest-magnitude entry positive; without v, Z's first principal direction); a zero vector when the
+    rows have no such spread."""
+    v = np.zeros(Z.shape[1]) if v is None else v
     if Z.shape[0] < 2 or Z.shape[1] < 2:
         return np.zeros_like(v)
     R = Z - Z.mean(axis=0)
@@ -192,16 +202,20 @@ def _orthogonal_direction(Z: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def _stats_text(node: Node) -> str:
     parts = [f"{_STAT_NAMES.get(key, key)} {value:.3g}" for key, value in node.stats.items()]
-    return ", ".join(parts) if parts else "no statistics recorded"
+    return "recorded at fit: " + ", ".join(parts) if parts else "no statistics recorded"
 
 
-def _node_title(node: Node, shown: int) -> str:
+def _node_title(node: Node, shown: int, width: int = 60) -> str:
     forced = " (forced)" if node.forced else ""
-    return f"node {node.id}: {node.method}{forced}, size {node.size:g} ({shown} shown)\n{_stats_text(node)}"
+    head = f"node {node.id}: {node.method}{forced}, {node.size:g} rows at fit ({shown} shown)"
+    return "\n".join([head, *textwrap.wrap(_stats_text(node), width)])
 
 
-def _hyperplane_line(ax, b: float) -> None:
-    ax.axvline(b, color="black", linestyle="--", linewidth=1.2, gid="hyperplane", label=f"b = {b:.4g}")
+def _split_line(ax, rule) -> None:
+    """The split's threshold as a dashed vertical line (gid ``hyperplane``)."""
+    t = rule.threshold
+    label = f"b = {t:.4g}" if isinstance(rule, HyperplaneRule) else f"{rule.coordinate_label} = {t:.4g}"
+    ax.axvline(t, color="black", linestyle="--", linewidth=1.2, gid="hyperplane", label=label)
 
 
 def _grid_shape(k: int) -> tuple[int, int]:
@@ -209,19 +223,46 @@ def _grid_shape(k: int) -> tuple[int, int]:
     return math.ceil(k / ncols), ncols
 
 
+def _scatter(ax, x, y, sample: _Sample, idx: np.ndarray, above: np.ndarray, size: float, alpha: float) -> None:
+    """Points coloured by side (gid ``side-<0|1>``) or, with labels, by true label (gid ``label-<class index>``)."""
+    if sample.palette is None:
+        for side in (0, 1):
+            keep = above if side else ~above
+            ax.scatter(x[keep], y[keep], s=size, color=SIDE_COLOURS[side], alpha=alpha, linewidths=0,
+                       gid=f"side-{side}")  # fmt: skip
+        return
+    codes = sample.codes[idx]
+    for c, colour in enumerate(sample.palette.colours):
+        keep = codes == c
+        if keep.any():
+            ax.scatter(x[keep], y[keep], s=size, color=colour, alpha=alpha, linewidths=0, gid=f"label-{c}")
+
+
+def _unplotted(ax, node: Node, error: Exception, skipped: dict[str, str], where: str) -> None:
+    """A split that cannot be drawn: a note in its axes, a warning, and an entry in ``skipped``."""
+    reason = f"{type(error).__name__}: {error}"
+    skipped[where] = reason
+    warn(f"{where} (node {node.id}, a {getattr(node.rule, 'kind', '?')!r} split) cannot be drawn: {reason}")
+    ax.text(0.5, 0.5, textwrap.fill(f"cannot be drawn: {reason}", 40), transform=ax.transAxes, ha="center",
+            va="center", fontsize=8)  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------- plot_tree
 def plot_tree(tree: ClusterTree, X, *, labels=None, max_points: int = 2000, random_state: int | None = 0) -> Figure:
-    """The rows at every split node on the node's hyperplane (PPCI's ``tree_plot``, as a grid of panels).
+    """The rows at every split node on the node's split (PPCI's ``tree_plot``, as a grid of panels).
 
     One panel per internal node, level by level: the node's rows among a random sample of at most
-    ``max_points`` rows of X (rows with NaN/inf skipped), projected on the node's normal v (x axis) and on
-    the first principal component of those rows after removing their component along v (y axis), with the
-    hyperplane ``v.x = b`` as a dashed vertical line; titled with the node's id, method, training size
-    (``node.size``) and recorded statistics (``fval``, ...).
+    ``max_points`` rows of X (rows with NaN/inf skipped), on the coordinate the split thresholds (x axis: the
+    projection on the node's normal v, or a kernel split's decision function f(x)) and on the first principal
+    component of those rows orthogonal to v (y axis; for a kernel split, of the rows themselves), with the
+    split ``v.x = b`` (``f(x) = 0``) as a dashed vertical line; titled with the node's id, method, size at fit
+    (``node.size``) and recorded statistics (``fval``, ...). A nearest-projected-centre split (SCPP, LMSC)
+    shows its projection and its projected microcluster centres. A panel that cannot be drawn says why (and
+    a warning is issued).
 
-    Points are coloured by the side of the split (``v.x < b``: child 0, ``v.x >= b``: child 1); with
-    ``labels`` (the true label of each row of X) they are coloured by true label instead (the side is then
-    given by the dashed line), with one legend for the figure.
+    Points are coloured by the side of the split (child 0 below it, child 1 at or above it); with ``labels``
+    (the true label of each row of X) they are coloured by true label instead (the side is then given by the
+    dashed line), with one legend for the figure.
 
     Parameters
     ----------
@@ -241,82 +282,78 @@ def plot_tree(tree: ClusterTree, X, *, labels=None, max_points: int = 2000, rand
     matplotlib.figure.Figure
     """
     nodes = _internal_nodes(tree)
-    return _tree_figure(tree, nodes, _sample(tree, X, labels, max_points, random_state))
+    return _tree_figure(tree, nodes, _sample(tree, X, labels, max_points, random_state), {})
 
 
-def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample) -> Figure:
+def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped: dict[str, str]) -> Figure:
+    palette = sample.palette
     nrows, ncols = _grid_shape(len(nodes))
-    fig = Figure(figsize=(4.4 * ncols + (1.6 if sample.labels is not None else 0.0), 3.9 * nrows + 0.6))
+    fig = Figure(figsize=(4.4 * ncols + (1.6 if palette is not None else 0.0), 3.9 * nrows + 0.6))
     fig.set_layout_engine("constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    classes = codes = colours = None
-    if sample.labels is not None:
-        classes, codes, colours = _classes(sample.labels)
     size = 10.0 if sample.rows.shape[0] <= 1000 else 5.0
     for ax, node in zip(axes, nodes):
         idx = sample.routes[node.id]
-        Z = sample.rows[idx]
-        if isinstance(node.rule, NearestCentreRule):
-            _centres_panel(ax, node, Z, None if classes is None else codes[idx], colours, size)
-            ax.set_title(_node_title(node, idx.size), fontsize=10)
-            ax.set_gid(f"node-{node.id}")
-            continue
-        v, b = node.rule.v, node.rule.b
-        x = Z @ v
-        y = Z @ _orthogonal_direction(Z, v)
-        if classes is None:
-            above = x >= b
-            for side in (0, 1):
-                keep = above if side else ~above
-                ax.scatter(
-                    x[keep], y[keep], s=size, color=SIDE_COLOURS[side], alpha=0.6, linewidths=0, gid=f"side-{side}"
-                )
-        else:
-            node_codes = codes[idx]
-            for c, colour in enumerate(colours):
-                keep = node_codes == c
-                if keep.any():
-                    ax.scatter(x[keep], y[keep], s=size, color=colour, alpha=0.7, linewidths=0, gid=f"label-{c}")
-        _hyperplane_line(ax, b)
-        if idx.size == 0:
-            ax.text(0.5, 0.5, "no sampled rows reach this node", transform=ax.transAxes, ha="center", va="center")
-        ax.set_title(_node_title(node, idx.size), fontsize=10)
-        ax.set_xlabel("projection on v (node's normal)", fontsize=9)
-        ax.set_ylabel("first PC orthogonal to v", fontsize=9)
-        ax.tick_params(labelsize=8)
+        ax.set_title(_node_title(node, idx.size), fontsize=9)
         ax.set_gid(f"node-{node.id}")
+        ax.tick_params(labelsize=8)
+        try:
+            _tree_panel(ax, node, sample, idx, size)
+        except Exception as error:  # noqa: BLE001 - one panel must not cost the figure
+            _unplotted(ax, node, error, skipped, f"tree, panel of node {node.id}")
     for ax in axes[len(nodes) :]:
         ax.remove()
     shown = sample.rows.shape[0]
     fig.suptitle(
         f"Cluster tree ({tree.method}, {tree.n_leaves} leaves): {shown} of {sample.n_total} rows shown", fontsize=11
     )
-    line = Line2D([], [], color="black", linestyle="--", label="hyperplane v.x = b")
-    if classes is None:
+    kinds = {"hyperplane": "v.x = b", "kernel-expansion": "f(x) = 0"}
+    drawn = [text for kind, text in kinds.items() if any(node.rule.kind == kind for node in nodes)]
+    line = Line2D([], [], color="black", linestyle="--", label=f"split {' or '.join(drawn)}")
+    if palette is None:
         handles = [
-            Line2D([], [], linestyle="", marker="o", color=SIDE_COLOURS[0], label="v.x < b (child 0)"),
-            Line2D([], [], linestyle="", marker="o", color=SIDE_COLOURS[1], label="v.x >= b (child 1)"),
+            Line2D([], [], linestyle="", marker="o", color=SIDE_COLOURS[0], label="below the split (child 0)"),
+            Line2D([], [], linestyle="", marker="o", color=SIDE_COLOURS[1], label="at or above it (child 1)"),
             line,
         ]
         fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
     else:
-        handles = [Line2D([], [], linestyle="", marker="o", color=c, label=str(k)) for k, c in zip(classes, colours)]
+        handles = [
+            Line2D([], [], linestyle="", marker="o", color=c, label=str(k))
+            for k, c in zip(palette.classes, palette.colours)
+        ]
         fig.legend(
             handles=[*handles, line],
             loc="outside right upper",
             title="true label",
             fontsize=8,
             title_fontsize=9,
-            ncols=1 if len(classes) <= 25 else 2,
+            ncols=1 if len(palette.classes) <= 25 else 2,
             frameon=False,
         )
     return fig
 
 
-def _centres_panel(ax, node: Node, Z: np.ndarray, codes, colours, size: float) -> None:
+def _tree_panel(ax, node: Node, sample: _Sample, idx: np.ndarray, size: float) -> None:
+    Z = sample.rows[idx]
+    if isinstance(node.rule, NearestCentreRule):
+        _centres_panel(ax, node, Z, sample, idx, size)
+        return
+    rule = node.rule
+    x = rule.coordinate(Z)
+    y = Z @ _orthogonal_direction(Z, rule.normal)
+    _scatter(ax, x, y, sample, idx, x >= rule.threshold, size, 0.6 if sample.palette is None else 0.7)
+    _split_line(ax, rule)
+    if idx.size == 0:
+        ax.text(0.5, 0.5, "no sampled rows reach this node", transform=ax.transAxes, ha="center", va="center")
+    ax.set_xlabel(rule.coordinate_label, fontsize=9)
+    ax.set_ylabel("first PC orthogonal to v" if rule.normal is not None else "first PC of the node's rows", fontsize=9)
+
+
+def _centres_panel(ax, node: Node, Z: np.ndarray, sample: _Sample, idx: np.ndarray, size: float) -> None:
     """A nearest-projected-centre split (SCPP, LMSC): the rows on the split's projection (its first two
     columns; with one column, the first PC orthogonal to it as y), coloured by side or by true label, and
-    the projected microcluster centres as crosses coloured by their side."""
+    the projected microcluster centres marked by their side (x: child 0, +: child 1)."""
     rule = node.rule
     V = rule.V
     P = Z @ V
@@ -325,66 +362,51 @@ def _centres_panel(ax, node: Node, Z: np.ndarray, codes, colours, size: float) -
         w = _orthogonal_direction(Z, V[:, 0] / np.linalg.norm(V[:, 0]))
         P = np.column_stack([P[:, 0], Z @ w])
         C = np.column_stack([C[:, 0], np.full(len(C), np.median(P[:, 1]) if len(P) else 0.0)])
-    if codes is None:
-        above = rule.side(Z) if len(Z) else np.zeros(0, bool)
-        for side in (0, 1):
-            keep = above if side else ~above
-            ax.scatter(P[keep, 0], P[keep, 1], s=size, color=SIDE_COLOURS[side], alpha=0.5, linewidths=0,
-                       gid=f"side-{side}")
-    else:
-        for c, colour in enumerate(colours):
-            keep = codes == c
-            if keep.any():
-                ax.scatter(P[keep, 0], P[keep, 1], s=size, color=colour, alpha=0.6, linewidths=0, gid=f"label-{c}")
-    for side in (0, 1):
+    above = rule.side(Z) if len(Z) else np.zeros(0, bool)
+    _scatter(ax, P[:, 0], P[:, 1], sample, idx, above, size, 0.5 if sample.palette is None else 0.6)
+    for side, marker in enumerate("x+"):  # in black where the colours are the labels'
+        colour = SIDE_COLOURS[side] if sample.palette is None else "black"
         keep = rule.sides == bool(side)
-        ax.scatter(C[keep, 0], C[keep, 1], marker="x", s=18, color=SIDE_COLOURS[side], edgecolors="black",
-                   linewidths=1.0, gid=f"centres-{side}")
+        ax.scatter(C[keep, 0], C[keep, 1], marker=marker, s=18, color=colour, linewidths=1.0, alpha=0.7,
+                   gid=f"centres-{side}")  # fmt: skip
     ax.set_xlabel("projection, column 1", fontsize=9)
     ax.set_ylabel("projection, column 2" if V.shape[1] > 1 else "first PC orthogonal to it", fontsize=9)
-    ax.tick_params(labelsize=8)
 
 
 # ---------------------------------------------------------------------------------------------- plot_node
-class _Profile(NamedTuple):
-    """What a profile drew (for the caption)."""
-
-    note: str
-
-
 def plot_node(
     tree: ClusterTree, node: int | Node, X, *, labels=None, max_points: int = 20000, random_state: int | None = 0
 ) -> Figure:
-    """The node's projection index along its normal v (PPCI's ``node_plot``), from the node's rows among a
-    random sample of at most ``max_points`` rows of X (rows with NaN/inf skipped).
+    """The node's projection index along its split coordinate (PPCI's ``node_plot``), from the node's rows among
+    a random sample of at most ``max_points`` rows of X (rows with NaN/inf skipped).
 
-    What the top panel shows, by the node's method:
+    The top panel is drawn by the node's projection index (:meth:`~lowdens_dask.indices.ProjectionIndex.profile`,
+    the index set up from the node's recorded parameters; any it does not record, e.g. in a tree written by
+    hand, recomputed from the rows by the index's default rule):
 
-    - ``mdh``: the Gaussian kernel density of the projections with the node's recorded ``bandwidth`` (solid)
-      and MDH's penalised density f_CL (eq. 10, dotted, with the recorded ``alpha``, ``eta``, ``eps``), the
-      interval ``[mean - alpha sd, mean + alpha sd]`` shaded. The tree does not record the interval's centre
-      and scale: they are the weighted mean and standard deviation (divisor n - 1) of the sampled rows'
-      projections, as the index computes them on the node's rows (the same when the sample holds all of them);
+    - ``mdh``: the Gaussian kernel density of the projections with the recorded ``bandwidth`` (solid) and MDH's
+      penalised density f_CL (eq. 10, dotted, with the recorded ``alpha``, ``eta``, ``eps``), the interval
+      ``[mean - alpha sd, mean + alpha sd]`` of these rows' projections shaded;
     - ``depddp``: the kernel density with the recorded bandwidth, b at its lowest interior minimum;
     - ``ncut``: the normalised cut of the split at each point between consecutive distinct projections, with
       the recorded similarity ``scale`` (splits leaving less than the tree's ``min_size`` on a side are left
       out, as the index does), over a faint histogram of the projections;
     - ``mc``: the variance ratio ``B / (V - B)`` of the split at each such point, likewise;
-    - ``pddp``, ``ipddp`` and any other method: the histogram of the projections by side, b marked (iPDDP: the
-      recorded gap shaded and the outer ``percentile`` of the rows on each side marked).
+    - ``pddp``, ``ipddp`` and the splits no projection index describes (SVM-relabel and MSC's kernel splits
+      along their decision function f(x), SCPP/LMSC hyperplanes): the histogram of the coordinate by side
+      (iPDDP: the widest gap shaded and the outer ``percentile`` of the rows on each side marked). A
+      nearest-projected-centre split shows its projection and projected centres instead.
 
-    Densities and penalised densities are evaluated by the index's own kernels
-    (:func:`~lowdens_dask.indices.density.log_penalised_density`). Where a node does not record its bandwidth
-    or scale (e.g. a tree written by hand), it is recomputed from the sampled rows by the index's default
-    rule. The values are those of the sampled rows; with all of the node's rows they reproduce the recorded
-    ``fval`` at b (exact mode). A tree grown in summary mode recorded its bandwidth and ``fval`` for the
-    microclusters (the bandwidth widened by their spread), so the rows' density at b differs from ``fval``
-    (the legend gives both). A tree fitted with ``standardize=True`` records its bandwidth or scale in the
+    The curves are those of the sampled rows, with unit weights. The node's statistics in the title are those
+    recorded at fit, on the points the split was fitted on: with all of the node's rows (exact mode) they are
+    the curve's value at b; in summary mode they are the microclusters' (MDH's ``fval`` with the bandwidth
+    widened by their spread, which the curve of the rows also uses), so they differ, and the legend gives the
+    rows' own value at b. A tree fitted with ``standardize=True`` records its bandwidth or scale in the
     standardised coordinates, which the tree does not keep, so the profile of such a node uses the wrong
-    bandwidth/scale. Rows count with unit weight (plots take no sample weights).
+    bandwidth/scale.
 
     With ``labels`` (true labels of the rows of X) a second panel underneath shows the histogram of the
-    projections stacked by true label.
+    coordinate stacked by true label.
 
     Parameters
     ----------
@@ -406,22 +428,21 @@ def plot_node(
 
 def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
     idx = sample.routes[node.id]
+    sampled = f"sample of {sample.rows.shape[0]} of the {sample.n_total} rows of X"
     if isinstance(node.rule, NearestCentreRule):  # no one-dimensional profile: the projection itself
         fig = Figure(figsize=(7.0, 5.6))
         fig.set_layout_engine("constrained")
         ax = fig.subplots(1, 1)
-        codes = colours = None
-        if sample.labels is not None:
-            _, codes, colours = _classes(sample.labels[idx])
-        _centres_panel(ax, node, sample.rows[idx], codes, colours, 8.0)
-        ax.set_title(f"{_node_title(node, idx.size)}\nsample of {sample.rows.shape[0]} of the {sample.n_total} rows "
-                     "of X; crosses: projected microclusters, by side", fontsize=10)
+        _centres_panel(ax, node, sample.rows[idx], sample, idx, 8.0)
+        ax.set_title(f"{_node_title(node, idx.size, 90)}\n{sampled}; projected microclusters: x to child 0, + to child 1",
+                     fontsize=10)  # fmt: skip
         ax.set_gid("profile")
         return fig
-    p = sample.rows[idx] @ node.rule.v
-    b = node.rule.b
-    with_labels = sample.labels is not None
-    fig = Figure(figsize=(8.0, 7.0 if with_labels else 4.6))
+    rule = node.rule
+    rows = sample.rows[idx]
+    p = rule.coordinate(rows)
+    with_labels = sample.palette is not None
+    fig = Figure(figsize=(8.0, 7.2 if with_labels else 4.8))
     fig.set_layout_engine("constrained")
     if with_labels:
         ax, ax_labels = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
@@ -430,32 +451,101 @@ def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
     ax.set_gid("profile")
     if p.size < 2:
         ax.text(0.5, 0.5, f"{p.size} sampled row(s) reach this node", transform=ax.transAxes, ha="center")
-        _hyperplane_line(ax, b)
-        profile = _Profile("too few rows to draw a profile")
+        _split_line(ax, rule)
+        note = "too few rows to draw a profile"
     else:
-        draw = _PROFILES.get(node.method, _histogram_profile)
-        profile = draw(ax, tree, node, p, sample.rows[idx])
-    sampled = f"sample of {sample.rows.shape[0]} of the {sample.n_total} rows of X"
-    ax.set_title(f"{_node_title(node, p.size)}\n{sampled}" + (f"; {profile.note}" if profile.note else ""), fontsize=10)
+        profile = _profile(tree, node, p, rows)
+        _draw_profile(ax, profile, p, rule)
+        note = profile.note
+    title = textwrap.wrap(f"{sampled}; {note}" if note else sampled, 100)
+    ax.set_title("\n".join([_node_title(node, p.size, 100), *title]), fontsize=9)
     ax.legend(fontsize=8, loc="best", framealpha=0.8)
     if ax_labels is None:
-        ax.set_xlabel("projection on v (node's normal)")
+        ax.set_xlabel(rule.coordinate_label)
     else:
-        _labels_histogram(ax_labels, p, sample.labels[idx], b)
+        _labels_histogram(ax_labels, p, sample, idx, rule)
     return fig
 
 
-def _labels_histogram(ax, p: np.ndarray, labels: np.ndarray, b: float) -> None:
+def _profile(tree: ClusterTree, node: Node, p: np.ndarray, rows: np.ndarray) -> Profile:
+    """The node's projection index along p, set up from the node's recorded parameters (those it lacks from the
+    rows); a split that no projection index describes gets the histogram."""
+    index_type = INDICES.get(node.method)
+    if index_type is None or not isinstance(node.rule, HyperplaneRule):
+        rule = node.rule
+        return Profile(note=f"a {rule.kind} split: rows with {rule.coordinate_label} >= {rule.threshold:g} go to "
+                            "child 1")  # fmt: skip
+    data = InMemoryData(rows)
+    vals, vecs = data.leading_eigenvectors(1)
+    setup = {key: node.params[key] for key in index_type.setup_params if key in node.params}
+    with warnings.catch_warnings():  # the set-up's warnings were given at fit
+        warnings.simplefilter("ignore", UserWarning)
+        index = index_type.for_node(data, vals, vecs, min_size=float(tree.params.get("min_size", 1)), **setup)
+    profile = index.profile(p, np.ones_like(p), node.rule.b, node.params)
+    missing = sorted(set(index.record) - set(node.params))
+    if missing:
+        note = f"{', '.join(missing)} not recorded: recomputed from these rows by the index's default rule"
+        profile = dataclasses.replace(profile, note=f"{note}; {profile.note}" if profile.note else note)
+    return profile
+
+
+def _bins(p: np.ndarray) -> np.ndarray:
+    return np.histogram_bin_edges(p, bins=min(80, max(10, int(np.sqrt(p.size)))))
+
+
+def _draw_profile(ax, profile: Profile, p: np.ndarray, rule) -> None:
+    """The profile's curves (over a faint histogram of p) or, without curves, the histogram of p by side; its
+    spans and lines, the split, and the curve's value at it."""
+    t = rule.threshold
+    if profile.curves:
+        twin = ax.twinx()
+        twin.set_gid("histogram")
+        twin.hist(p, bins=_bins(p), color="0.6", alpha=0.3)
+        twin.set_ylabel("rows", color="0.45")
+        twin.tick_params(axis="y", colors="0.45", labelsize=8)
+        ax.set_zorder(twin.get_zorder() + 1)
+        ax.patch.set_visible(False)
+        (gid, (label, y)), *others = profile.curves.items()
+        ax.plot(profile.x, y, color="tab:purple", linewidth=1.5, gid=gid, label=label)
+        ylim = ax.get_ylim()  # the index's own curve sets the scale
+        for i, (gid, (label, other)) in enumerate(others):
+            ax.plot(profile.x, other, color=f"C{i + 3}", linestyle=":", gid=gid, label=label)
+        ax.set_ylim(ylim)
+        if profile.best and y.size:
+            j = int(np.argmin(y) if profile.best == "min" else np.argmax(y))
+            label = f"{profile.best}imum on these rows: {y[j]:.3g}"
+            ax.plot(profile.x[j], y[j], "o", color="tab:purple", markersize=5, gid="optimum", label=label)
+    else:
+        above = p >= t
+        ax.hist([p[~above], p[above]], bins=_bins(p), stacked=True, color=list(SIDE_COLOURS),
+                label=["below the split (child 0)", "at or above it (child 1)"])  # fmt: skip
+    for gid, (label, (lo, hi)) in profile.spans.items():
+        ax.axvspan(lo, hi, color="tab:green", alpha=0.15, gid=gid, label=label)
+    for gid, (label, xs) in profile.lines.items():
+        for j, x in enumerate(xs):
+            ax.axvline(x, color="0.4", linestyle=":", linewidth=1.0, gid=gid, label=None if j else label)
+    _split_line(ax, rule)
+    if profile.at_b is not None:
+        label, value = profile.at_b
+        ax.plot([t], [value], "o", color="black", markersize=5, gid="at-b", label=f"{label}: {value:.3g}")
+    ax.set_ylabel(profile.ylabel)
+
+
+def _labels_histogram(ax, p: np.ndarray, sample: _Sample, idx: np.ndarray, rule) -> None:
+    """The coordinate stacked by true label, in the run's colours (the bars of class c have gid ``label-<c>``)."""
     ax.set_gid("labels")
-    classes, codes, colours = _classes(labels)
-    bins = np.histogram_bin_edges(p, bins=min(80, max(10, int(np.sqrt(p.size)))))
-    groups = [p[codes == c] for c in range(len(classes))]
-    ax.hist(groups, bins=bins, stacked=True, color=colours, label=[str(k) for k in classes])
-    _hyperplane_line(ax, b)
-    ax.set_xlabel("projection on v (node's normal)")
+    codes, palette = sample.codes[idx], sample.palette
+    present = np.unique(codes)
+    _, _, containers = ax.hist([p[codes == c] for c in present], bins=_bins(p), stacked=True,
+                               color=[palette.colours[c] for c in present])  # fmt: skip
+    for c, container in zip(present, containers if len(present) > 1 else [containers]):
+        for patch in container:
+            patch.set_gid(f"label-{c}")
+    _split_line(ax, rule)
+    ax.set_xlabel(rule.coordinate_label)
     ax.set_ylabel("rows")
-    ax.set_title("projections by true label", fontsize=10)
-    handles = [Patch(color=c, label=str(k)) for k, c in zip(classes, colours)]
+    ax.set_title("by true label", fontsize=10)
+    handles = [Patch(color=palette.colours[c], label=str(palette.classes[c])) for c in present]
     ax.legend(
         handles=handles,
         title="true label",
@@ -463,232 +553,9 @@ def _labels_histogram(ax, p: np.ndarray, labels: np.ndarray, b: float) -> None:
         title_fontsize=8,
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),
-        ncols=1 if len(classes) <= 15 else 2,
+        ncols=1 if len(present) <= 15 else 2,
         frameon=False,
     )
-
-
-def _kde_grid(p: np.ndarray, h: float, b: float) -> np.ndarray:
-    """About eight points per bandwidth (512 to 2048 points) over the projections' range and b, widened by 3 h."""
-    a = min(float(p.min()), b) - 3.0 * h
-    c = max(float(p.max()), b) + 3.0 * h
-    m = int(np.clip(math.ceil((c - a) / (h / 8.0)) + 1, KDE_GRID_MIN, KDE_GRID_MAX))
-    return np.linspace(a, c, m)
-
-
-def _log_densities(p, w, h, grid, lo=-math.inf, hi=math.inf, eta=1.0, eps=0.0):
-    """log KDE and log f_CL at each grid point, by the index's exact kernel sums (``log_penalised_density``).
-
-    Outside the interval [lo, hi] f_CL adds MDH's penalty (eq. 10); with the default (-inf, inf) it is the
-    density itself.
-    """
-    total = float(w.sum())
-    coef = float(penalty_coefficient(h, eta, eps)) if math.isfinite(lo) else 0.0
-    kbuf = np.empty_like(p)
-    log_i = np.empty(grid.size)
-    log_f = np.empty(grid.size)
-    for j, x in enumerate(grid):
-        res = log_penalised_density(p, w, total, h, float(x), lo, hi, coef, eps, kbuf)
-        log_f[j], log_i[j] = res[0], res[3]
-    return log_i, log_f
-
-
-def _bandwidth(node: Node, rows: np.ndarray) -> tuple[float, str]:
-    h = node.params.get("bandwidth")
-    if h is not None and math.isfinite(float(h)) and float(h) > 0:
-        return float(h), "recorded"
-    data = InMemoryData(rows)
-    vals, _ = data.leading_eigenvectors(1)
-    return node_bandwidth(None, data, math.sqrt(max(float(vals[0]), 0.0))), "recomputed (Silverman's rule)"
-
-
-def _density_at_b(ax, b: float, p, w, h, node: Node) -> None:
-    density = math.exp(_log_densities(p, w, h, np.array([b]))[0][0])
-    recorded = node.stats.get("fval")
-    extra = f"; recorded fval {recorded:.3g}" if recorded is not None and math.isfinite(recorded) else ""
-    label = f"density at b: {density:.3g}{extra}"
-    ax.plot([b], [density], "o", color="black", markersize=5, gid="density-at-b", label=label)
-
-
-def _mdh_profile(ax, tree: ClusterTree, node: Node, p: np.ndarray, rows: np.ndarray) -> _Profile:
-    w = np.ones_like(p)
-    h, origin = _bandwidth(node, rows)
-    _, mean, sd, _, _ = weighted_moments(p, w)
-    alpha = node.params.get("alpha")
-    eta = float(node.params.get("eta", 1e-2))
-    eps = float(node.params.get("eps", 1.0 - 1e-6))
-    if alpha is not None:
-        lo, hi = mean - float(alpha) * sd, mean + float(alpha) * sd
-    else:
-        lo, hi = -math.inf, math.inf
-    grid = _kde_grid(p, h, node.rule.b)
-    log_i, log_f = _log_densities(p, w, h, grid, lo, hi, eta, eps)
-    density = np.exp(log_i)
-    ax.plot(grid, density, color="tab:blue", linewidth=1.5, gid="profile", label=f"kernel density (h = {h:.3g})")
-    top = float(density.max()) * 1.15
-    if alpha is not None:
-        ax.axvspan(
-            lo,
-            hi,
-            color="tab:green",
-            alpha=0.12,
-            gid="alpha-interval",
-            label=f"mean \u00b1 \u03b1 sd, \u03b1 = {float(alpha):.3g}",
-        )
-        outside = np.where((grid < lo) | (grid > hi), np.minimum(np.exp(log_f), 10.0 * top), np.nan)
-        ax.plot(grid, outside, ":", color="tab:red", gid="penalised", label="f_CL outside the interval")
-    _hyperplane_line(ax, node.rule.b)
-    _density_at_b(ax, node.rule.b, p, w, h, node)
-    ax.set_ylim(0.0, top)
-    ax.set_ylabel("density")
-    note = f"bandwidth {origin}"
-    if alpha is None:
-        note += "; no alpha recorded, interval not drawn"
-    return _Profile(note)
-
-
-def _depddp_profile(ax, tree: ClusterTree, node: Node, p: np.ndarray, rows: np.ndarray) -> _Profile:
-    w = np.ones_like(p)
-    h, origin = _bandwidth(node, rows)
-    grid = _kde_grid(p, h, node.rule.b)
-    density = np.exp(_log_densities(p, w, h, grid)[0])
-    ax.plot(grid, density, color="tab:blue", linewidth=1.5, gid="profile", label=f"kernel density (h = {h:.3g})")
-    _hyperplane_line(ax, node.rule.b)
-    _density_at_b(ax, node.rule.b, p, w, h, node)
-    ax.set_ylim(0.0, float(density.max()) * 1.15)
-    ax.set_ylabel("density")
-    return _Profile(f"b at the lowest interior density minimum; bandwidth {origin}")
-
-
-def _split_points(xs: np.ndarray, min_size: float) -> tuple[np.ndarray, np.ndarray]:
-    """Admissible splits of sorted projections: the first index k of the right side, and the split point
-    (midpoint of x[k-1] and x[k]), where x[k-1] < x[k] and each side holds at least ``min_size`` rows."""
-    k = np.arange(1, xs.size)
-    ok = (xs[:-1] < xs[1:]) & (k >= min_size) & (xs.size - k >= min_size)
-    k = k[ok]
-    return k, 0.5 * (xs[k - 1] + xs[k])
-
-
-def ncut_profile(p: np.ndarray, scale: float, min_size: float = 1) -> tuple[np.ndarray, np.ndarray]:
-    """The normalised cut of every admissible split of the projections p (unit weights): ``(points, ncut)``.
-
-    The same quantity as :func:`lowdens_dask.indices.ncut.ncut_split` minimises (whose module docstring gives
-    the formulas; the index exposes only the minimum): Laplace similarity ``exp(-|x - y| / scale)``, the cut
-    from the recursions ``A_k = 1 + exp(-(x_k - x_{k-1}) / s) A_{k-1}`` and their mirror, the volumes as
-    within-side sums plus the cut.
-    """
-    xs = np.sort(np.asarray(p, dtype=np.float64))
-    n = xs.size
-    e = np.zeros(n)
-    e[1:] = np.exp(-np.diff(xs) / scale)
-    big_a = np.empty(n)
-    big_b = np.empty(n)
-    a = 0.0
-    for k in range(n):
-        a = 1.0 + e[k] * a
-        big_a[k] = a
-    b = 0.0
-    for k in range(n - 1, -1, -1):
-        b = 1.0 + (e[k + 1] * b if k + 1 < n else 0.0)
-        big_b[k] = b
-    w_ll = np.cumsum(2.0 * big_a - 1.0)  # W_LL of L = [0, k]
-    w_rr = np.cumsum((2.0 * big_b - 1.0)[::-1])[::-1]  # W_RR of R = [k, n)
-    k, points = _split_points(xs, min_size)
-    cut = big_a[k - 1] * e[k] * big_b[k]
-    value = cut * (1.0 / (w_ll[k - 1] + cut) + 1.0 / (w_rr[k] + cut))
-    return points, value
-
-
-def variance_ratio_profile(p: np.ndarray, min_size: float = 1) -> tuple[np.ndarray, np.ndarray]:
-    """The variance ratio ``B / (V - B)`` of every admissible split of the projections p (unit weights):
-    ``(points, ratio)``, the quantity :func:`lowdens_dask.indices.variance_ratio.variance_ratio_split`
-    maximises (the index exposes only the maximum; its module docstring gives B and V)."""
-    xs = np.sort(np.asarray(p, dtype=np.float64))
-    n = xs.size
-    c = xs - xs.mean()
-    denom = n - 1.0 if n > 1 else 1.0
-    var = float(c @ c) / denom
-    k, points = _split_points(xs, min_size)
-    s_left = np.cumsum(c)[k - 1]
-    between = s_left * s_left / (k * (n - k))  # B = (W_L / W)(m_L - m)^2 + (W_R / W)(m_R - m)^2
-    return points, between / np.maximum(var - between, 1e-300)
-
-
-def _min_size(tree: ClusterTree) -> float:
-    return float(tree.params.get("min_size", 1))
-
-
-def _curve_profile(ax, node: Node, p: np.ndarray, points, values, ylabel: str, best: str) -> None:
-    twin = ax.twinx()
-    twin.set_gid("histogram")
-    twin.hist(p, bins=min(80, max(10, int(np.sqrt(p.size)))), color="0.6", alpha=0.35)
-    twin.set_ylabel("rows", color="0.45")
-    twin.tick_params(axis="y", colors="0.45", labelsize=8)
-    ax.set_zorder(twin.get_zorder() + 1)
-    ax.patch.set_visible(False)
-    ax.plot(points, values, color="tab:purple", linewidth=1.3, gid="profile", label=ylabel)
-    if points.size:
-        j = int(np.argmin(values) if best == "min" else np.argmax(values))
-        ax.plot(points[j], values[j], "o", color="tab:purple", markersize=5, gid="optimum", label=f"{best}imum")
-    _hyperplane_line(ax, node.rule.b)
-    ax.set_ylabel(ylabel)
-
-
-def _ncut_profile(ax, tree: ClusterTree, node: Node, p: np.ndarray, rows: np.ndarray) -> _Profile:
-    scale = node.params.get("scale")
-    origin = "recorded"
-    if scale is None:
-        vals, _ = InMemoryData(rows).leading_eigenvectors(1)
-        scale, origin = ncut_scale(math.sqrt(max(float(vals[0]), 0.0)), p.size), "recomputed (PPCI's default)"
-    points, values = ncut_profile(p, float(scale), _min_size(tree))
-    _curve_profile(ax, node, p, points, values, "normalised cut", "min")
-    return _Profile(f"similarity scale {float(scale):.3g} ({origin})")
-
-
-def _mc_profile(ax, tree: ClusterTree, node: Node, p: np.ndarray, rows: np.ndarray) -> _Profile:
-    points, values = variance_ratio_profile(p, _min_size(tree))
-    _curve_profile(ax, node, p, points, values, "variance ratio B / (V - B)", "max")
-    return _Profile("")
-
-
-def _histogram_profile(ax, tree: ClusterTree, node: Node, p: np.ndarray, rows: np.ndarray) -> _Profile:
-    b = node.rule.b
-    bins = np.histogram_bin_edges(p, bins=min(80, max(10, int(np.sqrt(p.size)))))
-    above = p >= b
-    ax.hist(
-        [p[~above], p[above]],
-        bins=bins,
-        stacked=True,
-        color=list(SIDE_COLOURS),
-        label=["v.x < b (child 0)", "v.x >= b (child 1)"],
-        gid="profile",
-    )
-    _hyperplane_line(ax, b)
-    ax.set_ylabel("rows")
-    notes = {"pddp": "b at the mean of the node's rows along its first principal component"}
-    note = notes.get(node.method, "")
-    if node.method == "ipddp":
-        gap = node.stats.get("gap")
-        if gap is not None and math.isfinite(gap):
-            ax.axvspan(b - gap / 2, b + gap / 2, color="tab:green", alpha=0.25, gid="gap", label=f"gap {gap:.3g}")
-        percentile = node.params.get("percentile")
-        if percentile:
-            for q in np.quantile(p, [percentile, 1.0 - percentile]):
-                ax.axvline(q, color="0.4", linestyle=":", linewidth=1.0, gid="percentile")
-            ax.lines[-1].set_label(f"outer {percentile:.0%} each side (not searched)")
-        note = "b at the midpoint of the widest gap"
-    return _Profile(note)
-
-
-#: The 1-D profile of each method; any other method gets the histogram.
-_PROFILES: dict[str, Callable[..., _Profile]] = {
-    "mdh": _mdh_profile,
-    "depddp": _depddp_profile,
-    "ncut": _ncut_profile,
-    "mc": _mc_profile,
-    "pddp": _histogram_profile,
-    "ipddp": _histogram_profile,
-}
 
 
 # ---------------------------------------------------------------------------------------------- dendrogram
@@ -752,29 +619,44 @@ def plot_dendrogram(tree: ClusterTree, *, ax: Any = None) -> Figure:
 
 
 # ---------------------------------------------------------------------------------------------- save_plots
+class SavedPlots(dict):
+    """File name without its suffix (``"tree"``, ``"dendrogram"``, ``"node-0"``, ...) -> path of each PNG
+    written; :attr:`skipped` maps what could not be drawn (a file, or a panel of ``tree.png``) to why."""
+
+    def __init__(self):
+        super().__init__()
+        self.skipped: dict[str, str] = {}
+
+
 def save_plots(
     tree: ClusterTree, X, out_dir, *, labels=None, max_points: int = 2000, random_state: int | None = 0
-) -> dict[str, Path]:
+) -> SavedPlots:
     """Write every plot of the tree as a PNG into ``out_dir`` (created if missing): ``tree.png``
     (:func:`plot_tree`), ``dendrogram.png`` (:func:`plot_dendrogram`) and ``node-<id>.png``
     (:func:`plot_node`) for every split node (PPCI's ``plot.ppci`` for the whole solution).
 
-    One random sample of at most ``max_points`` rows of X serves every figure (so Dask or zarr input is read
-    once). Each figure is cleared after it is written (no pyplot registry holds it). Returns the file name without its suffix (``"tree"``,
-    ``"dendrogram"``, ``"node-0"``, ...) -> path.
+    One random sample of at most ``max_points`` rows of X, and one colour per true label, serve every figure
+    (so Dask or zarr input is read once). A figure (or a panel of ``tree.png``) that cannot be drawn is skipped
+    with a warning and noted in the result's ``skipped``; the others are written. Each figure is cleared after
+    it is written (no pyplot registry holds it). Returns a :class:`SavedPlots` (file name -> path).
     """
     nodes = _internal_nodes(tree)
     sample = _sample(tree, X, labels, max_points, random_state)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = SavedPlots()
     jobs: list[tuple[str, Callable[[], Figure]]] = [
-        ("tree", lambda: _tree_figure(tree, nodes, sample)),
+        ("tree", lambda: _tree_figure(tree, nodes, sample, written.skipped)),
         ("dendrogram", lambda: plot_dendrogram(tree)),
     ]
     jobs += [(f"node-{node.id}", lambda node=node: _node_figure(tree, node, sample)) for node in nodes]
-    written: dict[str, Path] = {}
     for name, make in jobs:
-        fig = make()
+        try:
+            fig = make()
+        except Exception as error:  # noqa: BLE001 - one figure must not cost the others
+            written.skipped[name] = reason = f"{type(error).__name__}: {error}"
+            warn(f"{name}.png was not written: {reason}")
+            continue
         path = out_dir / f"{name}.png"
         try:
             fig.savefig(path, dpi=110)

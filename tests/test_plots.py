@@ -4,6 +4,7 @@ the node's recorded statistics and the definitions of the indices."""
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import matplotlib
 
@@ -13,6 +14,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from matplotlib.collections import PathCollection
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 import lowdens_dask
@@ -23,16 +25,20 @@ from lowdens_dask import (
     DePDDP,
     MCClustering,
     MDHClustering,
+    MSCClustering,
     NCutClustering,
+    SVMRelabelClustering,
     plot_dendrogram,
     plot_node,
     plot_tree,
     save_plots,
 )
 from lowdens_dask.datasets import load_dataset
-from lowdens_dask.indices.ncut import ncut_split
-from lowdens_dask.indices.variance_ratio import variance_ratio_split
-from lowdens_dask.plots import ncut_profile, variance_ratio_profile
+from lowdens_dask.indices import INDICES, ProjectionIndex
+from lowdens_dask.indices.base import Profile
+from lowdens_dask.indices.ncut import NormalisedCutIndex, ncut_split
+from lowdens_dask.indices.variance_ratio import VarianceRatioIndex, variance_ratio_split
+from lowdens_dask.tree import HyperplaneRule, SplitRule
 
 ESTIMATORS = {
     "mdh": MDHClustering,
@@ -227,8 +233,7 @@ def _check_mdh_node(tree, X, node):
     assert abs(grid[inside][np.argmin(dens[inside])] - node.b) <= step
     j = int(np.argmin(np.abs(grid - node.b)))
     assert dens[j] <= min(dens[j - 2], dens[j + 2])
-    (marker,) = [line for line in ax.lines if line.get_gid() == "density-at-b"]
-    np.testing.assert_allclose(marker.get_ydata(), [node.fval], rtol=1e-6)
+    np.testing.assert_allclose(gid_line(ax, "at-b").get_ydata(), [node.fval], rtol=1e-6)
     np.testing.assert_array_equal(gid_line(ax, "hyperplane").get_xdata(), [node.b, node.b])
 
 
@@ -251,7 +256,7 @@ def test_plot_node_depddp_b_at_the_density_minimum(trees, dermatology):
         grid, dens = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
         j = int(np.argmin(np.abs(grid - node.b)))
         assert dens[j] <= min(dens[j - 2], dens[j + 2])  # a local minimum of the plotted density
-        np.testing.assert_allclose(gid_line(ax, "density-at-b").get_ydata(), [node.fval], rtol=1e-6)
+        np.testing.assert_allclose(gid_line(ax, "at-b").get_ydata(), [node.fval], rtol=1e-6)
 
 
 def brute_force_ncut(p, scale, m):
@@ -270,26 +275,49 @@ def brute_force_variance_ratio(p, m):
 
 
 def test_profiles_match_the_index_definitions_and_the_library():
+    """The curves the NCut and variance-ratio indices give plots are their definitions at every split, and their
+    optimum is the split the index finds (``ncut_split``, ``variance_ratio_split``)."""
     rng = np.random.default_rng(0)
     p = np.concatenate([rng.normal(-2, 1, 120), rng.normal(2.5, 0.7, 80)])
+    ones = np.ones_like(p)
     scale = 1.3
-    points, values = ncut_profile(p, scale)
     x = np.sort(p)
+
+    def curve(index):
+        profile = index.profile(p, ones, 0.0, {})
+        return profile.x, profile.curves["profile"][1]
+
+    points, values = curve(NormalisedCutIndex(scale))
     for m in (1, 50, 120, 199):
         j = int(np.argmin(np.abs(points - 0.5 * (x[m - 1] + x[m]))))
         np.testing.assert_allclose(values[j], brute_force_ncut(p, scale, m), rtol=1e-10)
-    value, b, _ = ncut_split(p, np.ones_like(p), scale, 1.0, np.empty_like(p))
+    value, b, _ = ncut_split(p, ones, scale, 1.0, np.empty_like(p))
     np.testing.assert_allclose(values.min(), value, rtol=1e-10)
     assert points[np.argmin(values)] == pytest.approx(b)
-    points, values = variance_ratio_profile(p)
+    points, values = curve(VarianceRatioIndex())
     for m in (1, 50, 120, 199):
         j = int(np.argmin(np.abs(points - 0.5 * (x[m - 1] + x[m]))))
         np.testing.assert_allclose(values[j], brute_force_variance_ratio(p, m), rtol=1e-10)
-    value, b, _ = variance_ratio_split(p, np.ones_like(p), 1.0, np.empty_like(p))
+    value, b, _ = variance_ratio_split(p, ones, 1.0, np.empty_like(p))
     np.testing.assert_allclose(values.max(), value, rtol=1e-10)
     assert points[np.argmax(values)] == pytest.approx(b)
-    points, values = ncut_profile(p, scale, min_size=30)
+    points, values = curve(NormalisedCutIndex(scale, min_size=30))
     assert points.size == p.size - 1 - 2 * 29
+
+
+def test_weighted_profiles_equal_the_repeated_rows():
+    """A row of weight 2 is two identical rows in the profiles too (as in the indices); weight 0 is no row."""
+    rng = np.random.default_rng(1)
+    p = np.concatenate([rng.normal(-2, 1, 40), rng.normal(2.5, 0.7, 30)])
+    w = rng.integers(0, 3, p.size).astype(float)
+    for index in (NormalisedCutIndex(1.1), VarianceRatioIndex()):
+        weighted = index.profile(p, w, 0.0, {})
+        repeated = index.profile(np.repeat(p, w.astype(int)), np.ones(int(w.sum())), 0.0, {})
+        np.testing.assert_array_equal(weighted.x, repeated.x)
+        np.testing.assert_allclose(weighted.curves["profile"][1], repeated.curves["profile"][1], rtol=1e-10)
+        value = index.evaluate(p, w, None).stats["fval"]
+        best = np.min if index.name == "ncut" else np.max
+        np.testing.assert_allclose(best(weighted.curves["profile"][1]), value, rtol=1e-10)
 
 
 @pytest.mark.parametrize(("method", "best"), [("ncut", np.argmin), ("mc", np.argmax)])
@@ -370,6 +398,208 @@ def test_save_plots_writes_valid_pngs(trees, dermatology, tmp_path):
         data = path.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
     assert plt.get_fignums() == []  # no figure left in pyplot's registry
+
+
+# ------------------------------------------------------------------------------------------ every split rule
+@pytest.fixture(scope="module")
+def blobs():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 40)
+    return rng.normal(size=(120, 3)) + 6 * np.eye(3)[y], y
+
+
+@pytest.fixture(scope="module")
+def kernel_trees(blobs):
+    """MSC and SVM-relabel trees: their splits are kernel expansions, with no normal v."""
+    X, _ = blobs
+    svm = SVMRelabelClustering(n_clusters=3, n_anneal_steps=10, n_null=200, random_state=0)
+    trees = {"msc": MSCClustering(n_clusters=3, random_state=0).fit(X).tree_, "svm-relabel": svm.fit(X).tree_}
+    for tree in trees.values():
+        assert {node.rule.kind for node in internal(tree)} == {"kernel-expansion"}
+    return trees
+
+
+@pytest.mark.parametrize("method", ["msc", "svm-relabel"])
+def test_kernel_expansion_splits_plot_along_their_decision_function(kernel_trees, blobs, tmp_path, method):
+    X, y = blobs
+    tree = kernel_trees[method]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing is skipped
+        written = save_plots(tree, X, tmp_path, labels=y)
+    assert set(written) == {"tree", "dendrogram", *(f"node-{node.id}" for node in internal(tree))}
+    assert written.skipped == {}
+    fig = plot_tree(tree, X)
+    for node in internal(tree):
+        rows = rows_at(tree, X, node)
+        f = node.rule.decision_function(X[rows])
+        sides = points(panel(fig, node.id), "side-")
+        np.testing.assert_allclose(np.sort(np.concatenate([sides["side-0"][:, 0], sides["side-1"][:, 0]])), np.sort(f))
+        assert np.all(sides["side-0"][:, 0] < 0) and np.all(sides["side-1"][:, 0] >= 0)
+        assert panel(fig, node.id).get_xlabel() == "decision function f(x)"
+        ax = profile_axes(plot_node(tree, node.id, X))
+        assert sum(patch.get_height() for patch in ax.patches) == pytest.approx(rows.sum())
+        np.testing.assert_array_equal(gid_line(ax, "hyperplane").get_xdata(), [0.0, 0.0])
+        assert "kernel-expansion split" in ax.get_title()
+
+
+class _Unplottable(SplitRule):
+    """A rule with no coordinate to draw along."""
+
+    kind = "unplottable"
+
+    def side(self, X):
+        return X[:, 0] >= 0.0
+
+
+def test_a_split_that_cannot_be_drawn_is_skipped_with_a_note(dermatology, tmp_path):
+    X, y = dermatology
+    X = X - X.mean(axis=0)
+    tree = ClusterTree(X.shape[1], root_size=len(X))
+    right = X[:, 0] >= 0
+    root = tree.add_rule_split(0, "unplottable", _Unplottable(), (np.sum(~right), np.sum(right)), {}, {})
+    v = np.eye(X.shape[1])[1]
+    child = tree.add_rule_split(root.children[1], "pddp", HyperplaneRule(v, 0.0), (1, 1), {}, {})
+    with pytest.warns(UserWarning, match="cannot be drawn|was not written"):
+        written = save_plots(tree, X, tmp_path, labels=y)
+    assert set(written) == {"tree", "dendrogram", f"node-{child.id}"}
+    assert set(written.skipped) == {"node-0", "tree, panel of node 0"}
+    assert "no one-dimensional coordinate" in written.skipped["node-0"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(f"{name}.png" for name in written)
+    with pytest.warns(UserWarning, match="cannot be drawn"):
+        fig = plot_tree(tree, X)
+    assert any("cannot be drawn" in text.get_text() for text in panel(fig, 0).texts)
+    assert n_points(panel(fig, child.id)) == right.sum()
+
+
+class _ToyIndex(ProjectionIndex):
+    """An index known only to this test: its profile is what plot_node must draw."""
+
+    name = "toy"
+    record = {}
+
+    @classmethod
+    def for_node(cls, data, vals, vecs, *, min_size=1, **params):
+        return cls()
+
+    def profile(self, p, w, b, params):
+        x = np.linspace(p.min(), p.max(), 50)
+        return Profile(x, {"profile": ("toy curve", (x - b) ** 2)}, "toy value", "min", ("toy at b", 0.0),
+                       spans={"toy-span": ("toy span", (b - 1, b + 1))}, note="the toy's own note")  # fmt: skip
+
+
+def test_a_new_index_brings_its_plot(dermatology, monkeypatch):
+    X, _ = dermatology
+    monkeypatch.setitem(INDICES, "toy", _ToyIndex)
+    tree = ClusterTree(X.shape[1], root_size=len(X))
+    v, b = np.eye(X.shape[1])[0], float(np.median(X[:, 0])) + 0.5
+    tree.add_rule_split(0, "toy", HyperplaneRule(v, b), (1, 1), {}, {})
+    ax = profile_axes(plot_node(tree, 0, X))
+    p = X @ v
+    curve = gid_line(ax, "profile")
+    np.testing.assert_allclose(curve.get_xdata(), np.linspace(p.min(), p.max(), 50))
+    np.testing.assert_allclose(curve.get_ydata(), (curve.get_xdata() - b) ** 2)
+    assert curve.get_label() == "toy curve" and ax.get_ylabel() == "toy value"
+    np.testing.assert_array_equal(gid_line(ax, "at-b").get_xydata(), [[b, 0.0]])
+    (span,) = [patch for patch in ax.patches if patch.get_gid() == "toy-span"]
+    np.testing.assert_allclose(span_x(span), [b - 1, b + 1])
+    assert "the toy's own note" in ax.get_title()
+
+
+# ------------------------------------------------------------------------------------------ agreement
+def _label_colours(fig) -> dict[str, dict]:
+    """The colour of each true label in a figure: from its legends (label text -> RGB) and from the artists
+    drawn for it (gid ``label-<c>`` -> the set of RGB of its scatter points and bars)."""
+    legend, artists = {}, {}
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+    for leg in legends:
+        for handle, text in zip(leg.legend_handles, leg.get_texts()):
+            colour = handle.get_facecolor() if hasattr(handle, "get_facecolor") else handle.get_color()
+            legend[text.get_text()] = to_rgba(colour)[:3]
+    for ax in fig.axes:
+        for artist in [*ax.collections, *ax.patches]:
+            gid = artist.get_gid() or ""
+            if gid.startswith("label-"):
+                colours = np.atleast_2d(artist.get_facecolor())[:, :3]
+                artists.setdefault(gid, set()).update(map(tuple, colours))
+    return {"legend": legend, "artists": artists}
+
+
+def test_one_colour_per_true_label_in_every_file(trees, dermatology, tmp_path, monkeypatch):
+    X, y = dermatology
+    tree = trees["mdh"]
+    seen, save = {}, Figure.savefig
+
+    def record(fig, path, **kwargs):
+        seen[Path(path).stem] = _label_colours(fig)
+        return save(fig, path, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    save_plots(tree, X, tmp_path, labels=y)
+    nodes = [f"node-{node.id}" for node in internal(tree)]
+    assert set(seen) == {"tree", "dendrogram", *nodes}
+    reference = seen["tree"]["legend"]  # every label of y, in the tree's legend
+    assert {str(k) for k in np.unique(y)} <= set(reference)
+    for name in nodes:
+        legend = seen[name]["legend"]
+        labels = [text for text in legend if text in reference]
+        assert labels  # the node's labels histogram has a legend
+        assert {text: legend[text] for text in labels} == {text: reference[text] for text in labels}, name
+    by_gid: dict[str, set] = {}
+    for name in ["tree", *nodes]:
+        assert seen[name]["artists"], name
+        for gid, colours in seen[name]["artists"].items():
+            by_gid.setdefault(gid, set()).update(colours)
+    assert all(len(colours) == 1 for colours in by_gid.values()), by_gid  # one colour per label across files
+    assert len({next(iter(c)) for c in by_gid.values()}) == len(by_gid)  # and a different one for each label
+
+
+def test_a_label_keeps_its_colour_when_a_sample_lacks_others(dermatology, trees):
+    """The colours follow every label given, not those the sample happens to draw."""
+    X, y = dermatology
+    tree = trees["ncut"]
+    small = _label_colours(plot_tree(tree, X, labels=y, max_points=12, random_state=5))
+    full = _label_colours(plot_tree(tree, X, labels=y, max_points=len(X)))
+    assert small["legend"] == full["legend"]
+    for gid, colours in small["artists"].items():
+        assert colours == full["artists"][gid]
+
+
+@pytest.fixture(scope="module")
+def summary_mdh():
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(3000, 4)), rng.normal(size=(3000, 4)) + [5, 0, 0, 0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return X, MDHClustering(n_clusters=3, mode="summary", random_state=0).fit(X)
+
+
+def test_density_at_b_and_recorded_fval_say_what_they_are(summary_mdh):
+    """In summary mode the recorded fval is the microclusters' density at b, not the rows': the plot says which
+    number is which (in exact mode they are equal, test_plot_node_mdh_density_interval_and_b)."""
+    X, model = summary_mdh
+    node = model.tree_.root
+    ax = profile_axes(plot_node(model.tree_, node.id, X, max_points=len(X)))
+    marker = gid_line(ax, "at-b")
+    density = float(marker.get_ydata()[0])
+    assert abs(density - node.fval) > 1e-3 * node.fval  # two different quantities ...
+    assert marker.get_label() == f"density of these rows at b: {density:.3g}"  # ... each named
+    title = " ".join(ax.get_title().split())
+    assert f"recorded at fit: fval {node.fval:.3g}" in title
+    assert "recorded fval: the density at b of the points the split was fitted on (in summary mode its" in title
+
+
+def test_describe_sizes_are_rows_at_fit(summary_mdh):
+    """describe() names its sizes for what they are: the rows a node held at fit (summary mode: its microclusters'
+    rows), which need not be the rows predict routes to it."""
+    X, model = summary_mdh
+    tree = model.tree_
+    text = tree.describe()
+    labels, routed = tree.leaf_labels(), np.bincount(model.labels_, minlength=tree.n_leaves)
+    for leaf in tree.leaves():
+        assert f"leaf {leaf.id} -> cluster {labels[leaf.id]} ({leaf.size:g} rows at fit)" in text
+    assert "size" not in text
+    assert f"node 0: mdh split, {tree.root.size:g} rows at fit" in text
+    assert any(leaf.size != routed[labels[leaf.id]] for leaf in tree.leaves())  # the case describe() names
 
 
 # ------------------------------------------------------------------------------------------ dask input

@@ -14,7 +14,8 @@ projections ``p = (X - mean) @ u`` only through:
   chunks): the value the pursuit minimises, the split point b and d value / d p;
 - :meth:`stage_done` and :meth:`accept` (and ``accept_chunked``): whether the split at the end of a stage
   is a valid split, and the node statistics recorded for it (``fval``, ``relative_depth``, ...);
-- :meth:`score`: which of several starts wins.
+- :meth:`score`: which of several starts wins;
+- :meth:`profile`: the index along one projection, as a node plot draws it (``lowdens_dask.plots``).
 
 The in-memory methods are the fast whole-array path. The default chunked methods gather the node's
 projections (one float per row and direction) to the client and call the in-memory ones, which is what a
@@ -27,6 +28,7 @@ reduces over chunks (MDH) overrides them with map/tree-reduce passes.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -49,6 +51,41 @@ class Split(NamedTuple):
     stats: dict  #: node statistics of this split (fval, ...), JSON-able floats
     weight_below: float = math.nan  #: weight of the rows with p < b, where the index knows it
     detail: Any = None  #: index-private detail (e.g. the penalty interval of MDH)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An index along one projection, as a node plot draws it (:meth:`ProjectionIndex.profile`).
+
+    ``curves``, ``spans`` and ``lines`` map an id (the plotted artist's gid) to ``(legend label, data)``: the
+    values at ``x``, an interval ``(lo, hi)`` to shade, and positions of vertical lines. The first curve is the
+    index's own; without curves a plot draws the histogram of the projections by side.
+    """
+
+    x: np.ndarray = field(default_factory=lambda: np.empty(0))
+    curves: dict[str, tuple[str, np.ndarray]] = field(default_factory=dict)
+    ylabel: str = "rows"
+    best: str = ""  #: "min" or "max": the split point is the first curve's optimum
+    at_b: tuple[str, float] | None = None  #: (label, value) of the first curve's quantity at b
+    spans: dict[str, tuple[str, tuple[float, float]]] = field(default_factory=dict)
+    lines: dict[str, tuple[str, tuple[float, ...]]] = field(default_factory=dict)
+    note: str = ""  #: what the node's recorded statistics mean beside the curve, how b was found
+
+
+def admissible_splits(xs: np.ndarray, ws: np.ndarray, min_size: float) -> tuple[np.ndarray, np.ndarray]:
+    """The splits of sorted projections ``xs`` (positive weights ``ws``) into the first k and the rest
+    (k = 1..n-1) that separate distinct values and leave ``min_size`` weight on each side: a mask over k, and
+    their split points (midpoints)."""
+    left = np.cumsum(ws)[:-1]
+    ok = (xs[:-1] < xs[1:]) & (left >= min_size) & (float(ws.sum()) - left >= min_size)
+    return ok, 0.5 * (xs[:-1] + xs[1:])[ok]
+
+
+def sorted_positive(p: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The projections of positive weight, sorted, with their weights."""
+    keep = w > 0
+    order = np.argsort(p[keep], kind="stable")
+    return p[keep][order], w[keep][order]
 
 
 class ProjectionIndex:
@@ -145,6 +182,12 @@ class ProjectionIndex:
     def polish_params(cls, params: dict) -> dict:
         """Pursuit parameters that restart a summary-mode result where it ended (``refine``)."""
         return {}
+
+    # ------------------------------------------------------------------ plots
+    def profile(self, p: np.ndarray, w: np.ndarray, b: float, params: dict) -> Profile:
+        """The index along projections ``p`` (weights ``w``) split at ``b``, for a node that recorded
+        ``params`` (the stage's record included). Default: no curve (plots draw the histogram)."""
+        return Profile()
 
 
 #: Projection indices by method name (what ClusterTree nodes and the estimators' registry refer to).

@@ -16,17 +16,27 @@ import numpy as np
 from .._warnings import warn
 from ..kernels.kde import SQRT_2PI, kernel_sums, weighted_moments
 from . import density_passes as passes
-from .base import ProjectionIndex, Split, gathers, register_index
+from .base import Profile, ProjectionIndex, Split, gathers, register_index
 from .density import (
+    GRID_STEP,
     adjacent_modes,
     log_density_gradient,
+    log_penalised_density,
     lowest_density_minimum,
     minimise_penalised_density,
+    penalty_coefficient,
     relative_depth_from_logs,
 )
 
 #: The paper's alpha continuation: alpha_min close to 0, then 0.1 steps up to alpha_max = 0.9 (§5.1.1).
 DEFAULT_ALPHAS = (0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: Fewest and most points of a plotted density profile (otherwise one per ``GRID_STEP`` bandwidths).
+PROFILE_POINTS = (512, 2048)
+#: What a density index's recorded ``fval`` is, beside the density a plot draws from the rows it is given.
+FVAL_NOTE = (
+    "recorded fval: the density at b of the points the split was fitted on (in summary mode its "
+    "microclusters, with h widened by their spread)"
+)
 
 
 def silverman_bandwidth(sigma_pc1: float, total_weight: float) -> float:
@@ -97,6 +107,31 @@ class _KernelDensityIndex(ProjectionIndex):
 
     def failed_stats(self, split):
         return {"fval": split.stats["fval"], "relative_depth": 0.0}
+
+    def _density_profile(self, p, w, b, lo=-math.inf, hi=math.inf, coef=0.0, eps=0.0):
+        """A grid over the projections and b (widened by 3 h, one point per ``GRID_STEP`` h within
+        ``PROFILE_POINTS``), the density at each point and at b, and f_CL (penalised outside [lo, hi]) at
+        each point, by the exact kernel sums."""
+        a = min(float(p.min()), b) - 3.0 * self.h
+        c = max(float(p.max()), b) + 3.0 * self.h
+        grid = np.linspace(a, c, int(np.clip(math.ceil((c - a) / (GRID_STEP * self.h)) + 1, *PROFILE_POINTS)))
+        total, kbuf = float(w.sum()), np.empty_like(p)
+        logs = np.empty((grid.size + 1, 2))  # log f_CL, log I
+        for j, x in enumerate(np.append(grid, b)):
+            res = log_penalised_density(p, w, total, self.h, float(x), lo, hi, coef, eps, kbuf)
+            logs[j] = res[0], res[3]
+        density = np.exp(logs[:, 1])
+        return grid, density[:-1], float(density[-1]), np.exp(logs[:-1, 0])
+
+    def profile(self, p, w, b, params):
+        grid, density, at_b, _ = self._density_profile(p, w, b)
+        return Profile(
+            grid,
+            {"profile": (f"kernel density (h = {self.h:.3g})", density)},
+            "density",
+            at_b=("density of these rows at b", at_b),
+            note=f"b at the lowest interior density minimum; {FVAL_NOTE}",
+        )
 
     @classmethod
     def score(cls, stats: dict) -> float:
@@ -202,6 +237,31 @@ class MinimumDensityIndex(_KernelDensityIndex):
 
     def stage_record(self, alpha) -> dict:
         return {"alpha": float(alpha)}
+
+    def profile(self, p, w, b, params):
+        """The density, and f_CL outside the interval ``mean -/+ alpha sd`` of ``p`` (the recorded alpha; no
+        interval without one), shaded."""
+        alpha = params.get("alpha")
+        if alpha is None:
+            grid, density, at_b, _ = self._density_profile(p, w, b)
+            curves, spans, note = {}, {}, f"no alpha recorded: interval not drawn; {FVAL_NOTE}"
+        else:
+            _, mean, sd, _, _ = weighted_moments(p, w)
+            lo, hi = mean - float(alpha) * sd, mean + float(alpha) * sd
+            coef = float(penalty_coefficient(self.h, self.eta, self.eps))
+            grid, density, at_b, f_cl = self._density_profile(p, w, b, lo, hi, coef, self.eps)
+            outside = np.where((grid < lo) | (grid > hi), f_cl, np.nan)
+            curves = {"penalised": ("f_CL outside the interval", outside)}
+            spans = {"alpha-interval": (f"mean \u00b1 \u03b1 sd, \u03b1 = {float(alpha):.3g}", (lo, hi))}
+            note = FVAL_NOTE
+        return Profile(
+            grid,
+            {"profile": (f"kernel density (h = {self.h:.3g})", density), **curves},
+            "density",
+            at_b=("density of these rows at b", at_b),
+            spans=spans,
+            note=note,
+        )
 
     @classmethod
     def polish_params(cls, params: dict) -> dict:

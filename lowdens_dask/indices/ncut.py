@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.sorting import sort_projections
-from .base import ProjectionIndex, Split, register_index
+from .base import Profile, ProjectionIndex, Split, admissible_splits, register_index, sorted_positive
 
 
 @njit(cache=True, nogil=True)
@@ -159,6 +159,34 @@ def ncut_split(p, w, scale, min_size, grad_out):
     return best, split, w_cum[m - 1]
 
 
+@njit(cache=True, nogil=True)
+def ncut_curve(xs, ws, scale):
+    """NCut of every split of sorted projections ``xs`` (positive weights ``ws``) into the first k and the rest,
+    k = 1..n-1, by the recursions of the module docstring (``ncut_split`` minimises these over the admissible k)."""
+    n = xs.shape[0]
+    e = np.zeros(n + 1)  # e[k] = exp(-(x_k - x_{k-1}) / s); e[0] = e[n] = 0
+    for k in range(1, n):
+        e[k] = math.exp(-(xs[k] - xs[k - 1]) / scale)
+    big_a = np.empty(n)
+    w_ll = np.empty(n)
+    a = 0.0
+    acc = 0.0
+    for k in range(n):
+        a = ws[k] + e[k] * a
+        big_a[k] = a
+        acc += ws[k] * (2.0 * a - ws[k])
+        w_ll[k] = acc
+    out = np.empty(max(n - 1, 0))
+    b = 0.0
+    acc = 0.0
+    for k in range(n - 1, 0, -1):
+        b = ws[k] + e[k + 1] * b
+        acc += ws[k] * (2.0 * b - ws[k])
+        cut = big_a[k - 1] * e[k] * b
+        out[k - 1] = cut * (1.0 / (w_ll[k - 1] + cut) + 1.0 / (acc + cut))
+    return out
+
+
 def ncut_scale(sigma_pc1: float, total_weight: float) -> float:
     """PPCI's default scale s = 100 * sigma_pc1 * n**(-1/5) (sigma_pc1 = sqrt of the leading covariance eigenvalue)."""
     return 100.0 * float(sigma_pc1) * float(total_weight) ** -0.2
@@ -208,3 +236,15 @@ class NormalisedCutIndex(ProjectionIndex):
 
     def stage_done(self, split: Split) -> bool:
         return math.isfinite(split.value)
+
+    def profile(self, p, w, b, params):
+        """The normalised cut of every admissible split, at its split point."""
+        xs, ws = sorted_positive(p, w)
+        ok, points = admissible_splits(xs, ws, self.min_size)
+        return Profile(
+            points,
+            {"profile": ("normalised cut", ncut_curve(xs, ws, self.scale)[ok])},
+            "normalised cut",
+            best="min",
+            note=f"similarity scale {self.scale:.3g}; recorded fval: the cut of the points the split was fitted on",
+        )

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .base import ProjectionIndex, Split, register_index
+from .base import Profile, ProjectionIndex, Split, register_index, sorted_positive
 
 
 def _chunk_weight_below(P: np.ndarray, w: np.ndarray, points) -> np.ndarray:
@@ -53,6 +53,13 @@ class MeanSplitIndex(ProjectionIndex):
     @classmethod
     def score(cls, stats: dict) -> float:
         return 0.0
+
+    def profile(self, p, w, b, params):
+        mean = float(w @ p / w.sum())
+        return Profile(
+            lines={"mean": ("mean of these rows", (mean,))},
+            note="b at the mean of the node's rows along its first principal component",
+        )
 
 
 def largest_gap(p: np.ndarray, w: np.ndarray, percentile: float, min_size: float) -> tuple[float, float, float]:
@@ -111,3 +118,16 @@ class LargestGapIndex(ProjectionIndex):
     @classmethod
     def score(cls, stats: dict) -> float:
         return stats["gap"]
+
+    def profile(self, p, w, b, params):
+        """The widest gap of these rows shaded, and the outer ``percentile`` of their weight on each side marked."""
+        mid, gap, _ = largest_gap(p, w, self.percentile, self.min_size)
+        spans = {"gap": (f"widest gap {gap:.3g}", (mid - gap / 2, mid + gap / 2))} if math.isfinite(mid) else {}
+        lines = {}
+        if self.percentile > 0:
+            xs, ws = sorted_positive(p, w)
+            cw = np.cumsum(ws)
+            at = np.searchsorted(cw, [self.percentile * cw[-1], (1.0 - self.percentile) * cw[-1]])
+            label = f"outer {self.percentile:.0%} each side (not searched)"
+            lines["percentile"] = (label, tuple(float(x) for x in xs[np.minimum(at, xs.size - 1)]))
+        return Profile(spans=spans, lines=lines, note="b at the midpoint of the widest gap")

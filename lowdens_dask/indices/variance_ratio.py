@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.sorting import argsort_float
-from .base import ProjectionIndex, Split, register_index
+from .base import Profile, ProjectionIndex, Split, admissible_splits, register_index, sorted_positive
 
 #: Floor of V - B in the ratio (see the module docstring).
 TINY = 1e-300
@@ -470,6 +470,18 @@ def two_means_direction(X, w, seed: int, n_init: int = 3, max_iter: int = 30) ->
     return v
 
 
+def variance_ratio_curve(xs: np.ndarray, ws: np.ndarray) -> np.ndarray:
+    """B / (V - B) of every split of sorted projections ``xs`` (positive weights ``ws``) into the first k and the
+    rest, k = 1..n-1 (module docstring; ``variance_ratio_split`` maximises these over the admissible k)."""
+    total = float(ws.sum())
+    c = xs - float(ws @ xs) / total
+    var = float(ws @ (c * c)) / (total - 1.0 if total > 1.0 else total)
+    w_left = np.cumsum(ws)[:-1]
+    s_left = np.cumsum(ws * c)[:-1]
+    between = s_left * s_left / (w_left * (total - w_left))  # B = S_L**2 / (W_L W_R)
+    return between / np.maximum(var - between, TINY)
+
+
 @register_index
 class VarianceRatioIndex(ProjectionIndex):
     """Maximum variance-ratio clusterability hyperplanes (MCH; Hofmeyr & Pavlidis, IEEE SSCI 2015; PPCI's
@@ -517,3 +529,15 @@ class VarianceRatioIndex(ProjectionIndex):
     @classmethod
     def score(cls, stats: dict) -> float:
         return float(stats.get("fval", -math.inf))
+
+    def profile(self, p, w, b, params):
+        """The variance ratio of every admissible split, at its split point."""
+        xs, ws = sorted_positive(p, w)
+        ok, points = admissible_splits(xs, ws, self.min_size)
+        return Profile(
+            points,
+            {"profile": ("variance ratio B / (V - B)", variance_ratio_curve(xs, ws)[ok])},
+            "variance ratio B / (V - B)",
+            best="max",
+            note="recorded fval: the ratio on the points the split was fitted on",
+        )

@@ -356,18 +356,23 @@ class ClusterTree:
         return f"ClusterTree(n_nodes={len(self.nodes)}, n_leaves={self.n_leaves}, method={self.method!r})"
 
     def describe(self) -> str:
-        """A text rendering of the tree, one line per node."""
+        """A text rendering of the tree, one line per node.
+
+        A node's size is "rows at fit": the rows (the sample weight, if weighted) it held when the tree was grown,
+        in summary mode those of the microclusters routed to it. ``predict`` routes each row by itself, so the
+        rows it sends to a leaf (a run's ``cluster_sizes``) can differ.
+        """
         labels = self.leaf_labels()
         lines = []
         for node in self:
             pad = "  " * node.depth
             if node.is_leaf:
-                lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} (size {node.size:g})")
+                lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit)")
             else:
                 stats = ", ".join(f"{key} {value:.4g}" for key, value in node.stats.items())
                 forced = " (forced)" if node.forced else ""
                 lines.append(
-                    f"{pad}node {node.id}: {node.method} split{forced}, size {node.size:g}"
+                    f"{pad}node {node.id}: {node.method} split{forced}, {node.size:g} rows at fit"
                     + (f", {stats}" if stats else "")
                 )
         return "\n".join(lines)

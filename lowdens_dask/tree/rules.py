@@ -17,13 +17,26 @@ from scipy.spatial import cKDTree
 
 
 class SplitRule:
-    """Base class of split rules."""
+    """Base class of split rules.
+
+    A rule that splits along one coordinate of the rows (a projection, a decision function) exposes it for
+    plots: :meth:`coordinate`, :attr:`threshold` (rows at or above it go to child 1), :attr:`coordinate_label`
+    and, where the coordinate is a linear projection, its unit :attr:`normal`.
+    """
 
     kind: ClassVar[str] = ""
+    #: What :meth:`coordinate` measures (an axis label); empty where the rule has no such coordinate.
+    coordinate_label: ClassVar[str] = ""
+    threshold: float = 0.0
+    normal: np.ndarray | None = None
 
     def side(self, X: np.ndarray) -> np.ndarray:
         """Boolean array: True for the rows that go to child 1."""
         raise NotImplementedError
+
+    def coordinate(self, X: np.ndarray) -> np.ndarray:
+        """The coordinate the rule thresholds, for each row of X."""
+        raise NotImplementedError(f"A {self.kind!r} split has no one-dimensional coordinate.")
 
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -40,13 +53,25 @@ class HyperplaneRule(SplitRule):
     """Rows with ``x @ v >= b`` go to child 1, the others (``x @ v < b``) to child 0."""
 
     kind = "hyperplane"
+    coordinate_label = "projection on v (node's normal)"
 
     def __init__(self, v, b: float):
         self.v = np.asarray(v, dtype=np.float64)
         self.b = float(b)
 
+    @property
+    def threshold(self) -> float:
+        return self.b
+
+    @property
+    def normal(self) -> np.ndarray:
+        return self.v
+
     def side(self, X: np.ndarray) -> np.ndarray:
         return X @ self.v >= self.b
+
+    def coordinate(self, X: np.ndarray) -> np.ndarray:
+        return X @ self.v
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "v": [float(x) for x in self.v], "b": self.b}
@@ -127,6 +152,7 @@ class KernelExpansionRule(SplitRule):
     """
 
     kind = "kernel-expansion"
+    coordinate_label = "decision function f(x)"
 
     def __init__(self, support, coef, intercept: float = 0.0, kernel: str = "rbf", gamma: float = 1.0, scale=None):
         if kernel not in EXPANSION_KERNELS:
@@ -164,6 +190,8 @@ class KernelExpansionRule(SplitRule):
 
     def side(self, X: np.ndarray) -> np.ndarray:
         return self.decision_function(X) >= 0
+
+    coordinate = decision_function
 
     def to_dict(self) -> dict[str, Any]:
         return {
