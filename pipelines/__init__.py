@@ -1,8 +1,25 @@
 """lowdens-dask pipelines (installed as ``lowdens_pipelines``): the runs store, and the Prefect flows built
-on the library's public API."""
+on the library's public API.
+
+The public names are imported on first use (PEP 562), so that ``lowdens --help`` and a refused argument
+import nothing heavy."""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
-from .runs import Attempt, Run, RunsStore, new_run_id
+from __future__ import annotations
+
+import importlib
 
 __all__ = ["Attempt", "Run", "RunsStore", "new_run_id"]
+
+
+def __getattr__(name: str):
+    if name not in __all__:
+        raise AttributeError(f"module 'lowdens_pipelines' has no attribute {name!r}")
+    value = getattr(importlib.import_module(".runs", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -212,22 +212,26 @@ def _params(pairs: list[str]) -> dict:
     return params
 
 
-def _cli_words(message: str) -> str:
-    """An estimator's message in the words of the command line: ``nonfinite='skip'`` becomes ``--param
-    nonfinite=skip``, ``n_clusters`` ``--n-clusters``; the class name in front and "or None" go."""
-    message = re.sub(r"^\w+: ", "", message)
-    message = message.replace(" or None", "")
-    message = re.sub(r"\bn_clusters\b(=(\S+?))?", lambda m: f"--n-clusters{' ' + m.group(2) if m.group(2) else ''}", message)
+def _cli_words(message: str, pairs: list[str]) -> str:
+    """An estimator's message in the words of the command line: ``MDHClustering: mode must be ...; got 'exakt'``
+    becomes ``--param mode=exakt: must be ...``, ``nonfinite='skip'`` ``--param nonfinite=skip``, ``n_clusters``
+    ``--n-clusters``; "or None" goes (the command line has no None)."""
+    given = dict(pair.partition("=")[::2] for pair in pairs)
+    name = re.match(r"^\w+: (\w+) ", message)
+    message = re.sub(r"^\w+: ", "", message).replace(" or None", "")
+    if name and name.group(1) in given:
+        message = f"--param {name.group(1)}={given[name.group(1)]}: " + re.sub(r"; got .*$", ".", message[len(name.group(1)) + 1 :])
+    message = re.sub(r"\bn_clusters\b", "--n-clusters", message)
     return re.sub(r"\b(\w+)='([^']*)'", r"--param \1=\2", message)
 
 
 def _first_nonfinite(X) -> tuple[int, int]:
     """(rows with NaN or inf, the first such row or -1), in one pass."""
     import dask.array as da
-    import numpy as np
+    from dask.threaded import get
 
     bad = ~da.isfinite(X).all(axis=1)
-    count, first = da.compute(bad.sum(), da.argmax(bad))
+    count, first = da.compute(bad.sum(), da.argmax(bad), scheduler=get)  # before any cluster starts
     return int(count), int(first) if count else -1
 
 
@@ -244,7 +248,7 @@ class _Request:
         try:
             self.estimator = job.make_estimator(args.method, args.n_clusters, self.params, args.random_state)
         except ValueError as exc:
-            raise ValueError(_cli_words(str(exc))) from None
+            raise ValueError(_cli_words(str(exc), args.param)) from None
         self.X, self.info = read_input(input_path, header=args.header)
         _say(f"read {self.info}")
         self.in_process = not (args.scheduler or args.workers or args.cluster_class) and (
@@ -304,7 +308,7 @@ class _Request:
         from . import job
         from .progress import Progress
 
-        with _dask_cluster(self) as _, Progress(enabled=not a.verbose) as progress:
+        with _dask_cluster(self) as _, Progress(enabled=False if a.verbose else None) as progress:
             return job.run_job(self.input_path, X=self.X, step=progress.step, **settings)
 
 
@@ -333,8 +337,9 @@ def _dask_cluster(request: _Request):
     process reports it, in one line)."""
     if request.in_process:
         import dask
+        from dask.threaded import get
 
-        with dask.config.set(scheduler="threads"):
+        with dask.config.set(scheduler=get):  # by function: a scheduler's name would import distributed
             yield None
         return
     import logging
@@ -548,6 +553,7 @@ def _serve(args) -> int:
     from prefect.settings import PREFECT_API_URL
     from prefect.types.entrypoint import EntrypointType
 
+    from . import serving
     from .flows import recluster
 
     if not PREFECT_API_URL.value():
@@ -565,9 +571,19 @@ def _serve(args) -> int:
         "header": request.info.header,
     }
     print(f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r}")
-    # registered by module path (lowdens_pipelines.flows.recluster), so any worker with the package can load it
-    recluster.serve(name=args.name, cron=args.cron, parameters=parameters, entrypoint_type=EntrypointType.MODULE_PATH)
-    return 0
+    # registered by module path (lowdens_pipelines.flows.recluster), so any worker with the package can load it;
+    # Ctrl-C or SIGTERM pause it and delete its scheduled runs, then exit 130 (serving.py says how and why)
+    return serving.serve(
+        recluster,
+        name=args.name,
+        cron=args.cron,
+        parameters=parameters,
+        entrypoint_type=EntrypointType.MODULE_PATH,
+        announce=lambda deployment_id: print(
+            f"deployment {deployment_id} registered; trigger a run with: prefect deployment run 'recluster/{args.name}'",
+            flush=True,
+        ),
+    )
 
 
 COMMANDS = {
@@ -611,15 +627,19 @@ def _quiet(verbose: bool):
 
 
 def _interrupt_once(signum, frame):
-    """The first Ctrl-C interrupts; later ones are ignored, so that the clean-up it starts can finish."""
+    """The first Ctrl-C interrupts; later ones are ignored, so that the clean-up it starts can finish, and the
+    logs of the work cut short are muted (the command reports the interruption in one line)."""
+    import logging
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.disable(logging.CRITICAL)
     raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one ``lowdens`` command; returns the exit status (0, 1 failure, 2 bad input, 130 interrupted)."""
+    import logging
     import signal
 
     args = _parser().parse_args(argv)
@@ -646,6 +666,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+            logging.disable(logging.NOTSET)
 
 
 def run() -> None:

@@ -134,7 +134,9 @@ def write_labels(X: da.Array, tree_json: str, stable_ids, attempt_url: str) -> N
 def compute_metrics(tree_json: str, attempt_url: str, truth) -> dict:
     """The tree's figures, the cluster sizes and, with true labels, the external scores (the labels are one
     integer per row, read back in this process)."""
-    labels = da.from_zarr(attempt_url, component="labels").compute(scheduler="threads")
+    from dask.threaded import get
+
+    labels = da.from_zarr(attempt_url, component="labels").compute(scheduler=get)
     return {**tree_metrics(ClusterTree.from_json(tree_json)), **label_metrics(labels, truth)}
 
 

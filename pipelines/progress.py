@@ -15,10 +15,11 @@ DELAY = 2.0
 
 
 class Progress:
-    """``with Progress() as progress: with progress.step("fit"): ...``; nothing is drawn when not ``enabled``."""
+    """``with Progress() as progress: with progress.step("fit"): ...``: drawn on stderr when ``enabled`` (by default
+    when stderr is a terminal)."""
 
-    def __init__(self, enabled: bool = True):
-        self.enabled = enabled
+    def __init__(self, enabled: bool | None = None):
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self._rich = None
 
     def __enter__(self) -> Progress:
@@ -33,7 +34,8 @@ class Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
+                console=Console(file=sys.stderr, force_terminal=True),
+                redirect_stdout=False,  # stdout is the result's; warnings on stderr print above the lines
             )
         return self
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -444,28 +445,34 @@ def malloc_thresholds(memory_limit: float | None) -> tuple[int, int]:
     return keep, max(keep // 4, 128 * 2**10)
 
 
+def _client():
+    """This process's distributed client, or None. Without ``distributed`` imported there is none, and importing
+    it only to find that out costs about a second."""
+    distributed = sys.modules.get("distributed")
+    try:
+        return None if distributed is None else distributed.get_client()
+    except ValueError:
+        return None
+
+
 def _worker_memory_limit() -> float | None:
     """The memory limit of the Dask worker this runs on, or None (no worker, or no limit)."""
+    distributed = sys.modules.get("distributed")
     try:
-        from distributed import get_worker
-
-        return get_worker().memory_manager.memory_limit or None
-    except (ImportError, ValueError, AttributeError):
+        return None if distributed is None else distributed.get_worker().memory_manager.memory_limit or None
+    except (ValueError, AttributeError):
         return None
 
 
 def default_max_node_bytes() -> float:
     """A quarter of the smallest worker's memory limit (of the machine's memory without a distributed client):
     the in-memory fit of a node holds its rows, a centred copy and a few vectors per row."""
-    try:
-        from distributed import get_client
-
-        limits = [w["memory_limit"] for w in get_client().scheduler_info()["workers"].values()]
+    client = _client()
+    if client is not None:
+        limits = [w["memory_limit"] for w in client.scheduler_info()["workers"].values()]
         limits = [limit for limit in limits if limit]
         if limits:
             return min(limits) / 4
-    except (ImportError, ValueError):
-        pass
     try:
         import psutil
 
@@ -477,12 +484,10 @@ def default_max_node_bytes() -> float:
 def task_slots() -> int:
     """Tasks that run at once where ``dask.compute`` sends them: the worker threads of the distributed client,
     or this machine's cores for Dask's local schedulers."""
-    try:
-        from distributed import get_client
-
-        return max(1, sum(w.get("nthreads", 1) for w in get_client().scheduler_info()["workers"].values()))
-    except (ImportError, ValueError):
+    client = _client()
+    if client is None:
         return os.cpu_count() or 1
+    return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
 
 
 def _as_literals(*values) -> list:
