@@ -629,7 +629,14 @@ class SavedPlots(dict):
 
 
 def save_plots(
-    tree: ClusterTree, X, out_dir, *, labels=None, max_points: int = 2000, random_state: int | None = 0
+    tree: ClusterTree,
+    X,
+    out_dir,
+    *,
+    labels=None,
+    max_points: int = 2000,
+    random_state: int | None = 0,
+    n_jobs: int = 1,
 ) -> SavedPlots:
     """Write every plot of the tree as a PNG into ``out_dir`` (created if missing): ``tree.png``
     (:func:`plot_tree`), ``dendrogram.png`` (:func:`plot_dendrogram`) and ``node-<id>.png``
@@ -638,7 +645,8 @@ def save_plots(
     One random sample of at most ``max_points`` rows of X, and one colour per true label, serve every figure
     (so Dask or zarr input is read once). A figure (or a panel of ``tree.png``) that cannot be drawn is skipped
     with a warning and noted in the result's ``skipped``; the others are written. Each figure is cleared after
-    it is written (no pyplot registry holds it). Returns a :class:`SavedPlots` (file name -> path).
+    it is written (no pyplot registry holds it). ``n_jobs`` > 1 draws the figures in that many processes at once
+    (forked from this one, where the platform forks). Returns a :class:`SavedPlots` (file name -> path).
     """
     nodes = _internal_nodes(tree)
     sample = _sample(tree, X, labels, max_points, random_state)
@@ -650,17 +658,60 @@ def save_plots(
         ("dendrogram", lambda: plot_dendrogram(tree)),
     ]
     jobs += [(f"node-{node.id}", lambda node=node: _node_figure(tree, node, sample)) for node in nodes]
-    for name, make in jobs:
-        try:
-            fig = make()
-        except Exception as error:  # noqa: BLE001 - one figure must not cost the others
-            written.skipped[name] = reason = f"{type(error).__name__}: {error}"
-            warn(f"{name}.png was not written: {reason}")
-            continue
-        path = out_dir / f"{name}.png"
-        try:
-            fig.savefig(path, dpi=110)
-        finally:
-            fig.clear()
-        written[name] = path
+
+    def draw(share) -> None:
+        for name, make in share:
+            try:
+                fig = make()
+            except Exception as error:  # noqa: BLE001 - one figure must not cost the others
+                written.skipped[name] = reason = f"{type(error).__name__}: {error}"
+                warn(f"{name}.png was not written: {reason}")
+                continue
+            path = out_dir / f"{name}.png"
+            try:
+                fig.savefig(path, dpi=110)
+            finally:
+                fig.clear()
+            written[name] = path
+
+    _in_processes(draw, jobs, n_jobs, written)
     return written
+
+
+def _in_processes(draw: Callable, jobs: list, n_jobs: int, written: SavedPlots) -> None:
+    """``draw(share)`` for ``n_jobs`` shares of the jobs, all but the first in forked processes that send back
+    what they wrote (Agg rendering holds the GIL: threads would not run at once)."""
+    import json
+
+    n_jobs = max(1, min(n_jobs, len(jobs))) if hasattr(os, "fork") else 1
+    shares = [jobs[i::n_jobs] for i in range(n_jobs)]
+    children = []
+    for share in shares[1:]:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: draw its share, report, and leave at once (no clean-up of the parent's state)
+            os.close(read)
+            status = 1
+            try:
+                written.clear()
+                written.skipped.clear()
+                draw(share)
+                report = {"written": {k: str(v) for k, v in written.items()}, "skipped": written.skipped}
+                with os.fdopen(write, "w") as out:
+                    json.dump(report, out)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write)
+        children.append((pid, read, share))
+    draw(shares[0])
+    for pid, read, share in children:
+        with os.fdopen(read) as reported:
+            text = reported.read()
+        _, status = os.waitpid(pid, 0)
+        if status == 0 and text:
+            report = json.loads(text)
+            written.update({name: Path(path) for name, path in report["written"].items()})
+            written.skipped.update(report["skipped"])
+        else:  # the process failed as a whole: draw its share here
+            draw(share)

@@ -250,7 +250,6 @@ class _Request:
         except ValueError as exc:
             raise ValueError(_cli_words(str(exc), args.param)) from None
         self.X, self.info = read_input(input_path, header=args.header)
-        _say(f"read {self.info}")
         self.in_process = not (args.scheduler or args.workers or args.cluster_class) and (
             self.X.nbytes <= IN_PROCESS_MAX_BYTES
         )
@@ -273,6 +272,7 @@ class _Request:
             if labels.shape != (self.X.shape[0],):
                 raise ValueError(f"The labels at {true_labels} have shape {labels.shape}; the input has "
                                  f"{self.X.shape[0]} rows.")
+        _say(f"read {self.info}")  # what was read, once it passed every check
 
     def cluster(self) -> dict | None:
         """The flow's ``cluster`` parameter (:func:`.flows.dask_task_runner`)."""
@@ -464,7 +464,7 @@ def _save_plots(run, X, labels, out: Path, max_points: int) -> dict:
     matplotlib.use("Agg")
     from lowdens_dask.plots import save_plots
 
-    written = save_plots(run.tree, X, out, labels=labels, max_points=max_points)
+    written = save_plots(run.tree, X, out, labels=labels, max_points=max_points, n_jobs=os.cpu_count() or 1)
     for name, reason in written.skipped.items():
         _say(f"{name}: not drawn ({reason})")
     return written

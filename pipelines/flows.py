@@ -15,24 +15,29 @@ name from the library's registry (``lowdens_dask.METHODS``).
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 
-import dask.array as da
-import numpy as np
-from distributed import get_task_stream, rejoin, secede
-from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
-from prefect.cache_policies import NO_CACHE
-from prefect.client.orchestration import get_client
-from prefect_dask import DaskTaskRunner, get_dask_client
+# Prefect's anonymous usage telemetry stays off unless the user turns it on: offline, a temporary server
+# started for a flow run logs errors for it (set before Prefect is imported and starts one).
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from lowdens_dask import ClusterTree
+import dask.array as da  # noqa: E402
+import numpy as np  # noqa: E402
+from distributed import get_task_stream, rejoin, secede  # noqa: E402
+from prefect import flow, get_run_logger, task  # noqa: E402
+from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
+from prefect.cache_policies import NO_CACHE  # noqa: E402
+from prefect.client.orchestration import get_client  # noqa: E402
+from prefect_dask import DaskTaskRunner, get_dask_client  # noqa: E402
 
-from . import job
-from .inputs import open_input
-from .job import make_estimator, route_to_stable_ids, stable_labels
-from .runs import DEFAULT_STORE, Attempt, RunsStore
+from lowdens_dask import ClusterTree  # noqa: E402
+
+from . import job  # noqa: E402
+from .inputs import open_input  # noqa: E402
+from .job import make_estimator, route_to_stable_ids, stable_labels  # noqa: E402
+from .runs import DEFAULT_STORE, Attempt, RunsStore  # noqa: E402
 
 #: Keys of the flow's ``cluster`` parameter (those of prefect-dask's ``DaskTaskRunner``).
 CLUSTER_KEYS = ("address", "cluster_class", "cluster_kwargs", "adapt_kwargs", "client_kwargs")

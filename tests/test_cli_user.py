@@ -133,11 +133,10 @@ def test_bad_input_fails_in_one_line_before_anything_starts(tmp_path, case, wher
     done = lowdens("fit", path, *options, *where, "--store", "runs", cwd=tmp_path)
     seconds = time.monotonic() - started
     lines = done.stderr.strip().splitlines()
-    assert done.returncode == 2 and lines[-1].startswith("lowdens: error: ") and message in lines[-1], done.stderr
-    assert all(line.startswith("lowdens: read ") for line in lines[:-1]), done.stderr  # what was read, if anything
-    assert "Traceback" not in done.stderr and not (tmp_path / "runs").exists()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("lowdens: error: "), done.stderr
+    assert message in lines[0] and not (tmp_path / "runs").exists()
     if case.startswith("n_clusters"):
-        assert seconds < 5 and len(lines) == 1  # refused by the argument parser, before any import
+        assert seconds < 5  # refused by the argument parser, before any import
     if case in ("bad mode", "nan rows"):  # in the words of the command line
         assert "'" not in lines[-1].split("--param")[1].split()[0]
     assert not list(tmp_path.glob("dask-scratch-space")), "a Dask worker started"

@@ -383,13 +383,14 @@ def test_plot_dendrogram_leaves_and_splits(trees, optidigits_mdh):
 
 
 # ------------------------------------------------------------------------------------------ save_plots
-def test_save_plots_writes_valid_pngs(trees, dermatology, tmp_path):
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_save_plots_writes_valid_pngs(trees, dermatology, tmp_path, n_jobs):
     import matplotlib.pyplot as plt
 
     X, y = dermatology
     tree = trees["mdh"]
     out = tmp_path / "new" / "plots"
-    written = save_plots(tree, X, out, labels=y, max_points=200)
+    written = save_plots(tree, X, out, labels=y, max_points=200, n_jobs=n_jobs)  # n_jobs 2: half in a child
     expected = {"tree", "dendrogram", *(f"node-{node.id}" for node in internal(tree))}
     assert set(written) == expected
     assert sorted(path.name for path in out.iterdir()) == sorted(f"{name}.png" for name in expected)
@@ -451,7 +452,8 @@ class _Unplottable(SplitRule):
         return X[:, 0] >= 0.0
 
 
-def test_a_split_that_cannot_be_drawn_is_skipped_with_a_note(dermatology, tmp_path):
+@pytest.mark.parametrize("n_jobs", [1, 3])
+def test_a_split_that_cannot_be_drawn_is_skipped_with_a_note(dermatology, tmp_path, n_jobs):
     X, y = dermatology
     X = X - X.mean(axis=0)
     tree = ClusterTree(X.shape[1], root_size=len(X))
@@ -460,7 +462,7 @@ def test_a_split_that_cannot_be_drawn_is_skipped_with_a_note(dermatology, tmp_pa
     v = np.eye(X.shape[1])[1]
     child = tree.add_rule_split(root.children[1], "pddp", HyperplaneRule(v, 0.0), (1, 1), {}, {})
     with pytest.warns(UserWarning, match="cannot be drawn|was not written"):
-        written = save_plots(tree, X, tmp_path, labels=y)
+        written = save_plots(tree, X, tmp_path, labels=y, n_jobs=n_jobs)  # n_jobs 3: node-0 fails in a child
     assert set(written) == {"tree", "dendrogram", f"node-{child.id}"}
     assert set(written.skipped) == {"node-0", "tree, panel of node 0"}
     assert "no one-dimensional coordinate" in written.skipped["node-0"]

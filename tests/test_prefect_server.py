@@ -3,6 +3,7 @@ localhost port (its SQLite database in a temporary folder, analytics off), the r
 with a cron schedule, the schedule checked through the API, a run triggered, waited for, and read back from
 the runs store; then both processes are stopped."""
 
+import json
 import os
 import signal
 import socket
@@ -208,6 +209,13 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
             assert flow_run.deployment_id == deployment.id
             assert flow_run.parameters["run_id"] == "served-1"
             print(f"served flow run: {time.monotonic() - started:.1f} s from trigger to Completed")
+
+            # the result in the Prefect UI: a summary and a table of the cluster sizes (issue 21, point 13)
+            artifacts = {a.key: a for a in client.read_artifacts() if a.flow_run_id == flow_run.id}
+            summary, sizes = artifacts["run-served-1"], artifacts["sizes-served-1"]
+            assert summary.type == "markdown" and "clusters: **3**" in summary.data and store in summary.data
+            table = json.loads(sizes.data) if isinstance(sizes.data, str) else sizes.data
+            assert sizes.type == "table" and sorted(row["rows"] for row in table) == [2_000, 2_000, 2_000]
     finally:
         _stop(serve)
 
