@@ -107,7 +107,8 @@ def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
         "--header",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="whether a CSV input's first row is a header (default: it is when any of its fields is not a number)",
+        help="whether a CSV input's first row is a header (default: it is when any of its fields is not a number, "
+        "or when it reads 0,1,...,n-1 above a row of non-integers, as pandas' to_csv writes it; else it is data)",
     )
     _add_store(parser)
     cluster = parser.add_mutually_exclusive_group()
@@ -122,7 +123,10 @@ def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
         "single-threaded worker per core above that)",
     )
     cluster.add_argument(
-        "--cluster-class", default=None, metavar="CLASS", help="a cluster class, e.g. dask_kubernetes.operator.KubeCluster"
+        "--cluster-class",
+        default=None,
+        metavar="CLASS",
+        help="a cluster class, e.g. dask_kubernetes.operator.KubeCluster",
     )
     parser.add_argument("--cluster-kwargs", default=None, metavar="JSON", help="keyword arguments of the cluster class")
     _add_verbose(parser)
@@ -173,7 +177,9 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--out", default=None, help="folder for the PNG files (default: ./lowdens-plots/RUN)")
     plot.add_argument("--input", default=None, help="the rows to draw (default: the run's input)")
     plot.add_argument("--labels", default=None, help="true labels to colour the rows by (default: the run's)")
-    plot.add_argument("--max-points", type=int, default=2000, help="rows drawn at most, a random sample (default: 2000)")
+    plot.add_argument(
+        "--max-points", type=int, default=2000, help="rows drawn at most, a random sample (default: 2000)"
+    )
     _add_store(plot)
 
     runs = sub.add_parser("runs", help="the committed runs of a runs store")
@@ -220,7 +226,9 @@ def _cli_words(message: str, pairs: list[str]) -> str:
     name = re.match(r"^\w+: (\w+) ", message)
     message = re.sub(r"^\w+: ", "", message).replace(" or None", "")
     if name and name.group(1) in given:
-        message = f"--param {name.group(1)}={given[name.group(1)]}: " + re.sub(r"; got .*$", ".", message[len(name.group(1)) + 1 :])
+        message = f"--param {name.group(1)}={given[name.group(1)]}: " + re.sub(
+            r"; got .*$", ".", message[len(name.group(1)) + 1 :]
+        )
     message = re.sub(r"\bn_clusters\b", "--n-clusters", message)
     return re.sub(r"\b(\w+)='([^']*)'", r"--param \1=\2", message)
 
@@ -270,8 +278,9 @@ class _Request:
         if isinstance(true_labels, str):
             labels = load_labels(true_labels)
             if labels.shape != (self.X.shape[0],):
-                raise ValueError(f"The labels at {true_labels} have shape {labels.shape}; the input has "
-                                 f"{self.X.shape[0]} rows.")
+                raise ValueError(
+                    f"The labels at {true_labels} have shape {labels.shape}; the input has {self.X.shape[0]} rows."
+                )
         _say(f"read {self.info}")  # what was read, once it passed every check
 
     def cluster(self) -> dict | None:
@@ -580,7 +589,8 @@ def _serve(args) -> int:
         parameters=parameters,
         entrypoint_type=EntrypointType.MODULE_PATH,
         announce=lambda deployment_id: print(
-            f"deployment {deployment_id} registered; trigger a run with: prefect deployment run 'recluster/{args.name}'",
+            f"deployment {deployment_id} registered; trigger a run with: "
+            f"prefect deployment run 'recluster/{args.name}'",
             flush=True,
         ),
     )

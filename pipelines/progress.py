@@ -25,8 +25,14 @@ class Progress:
     def __enter__(self) -> Progress:
         if self.enabled:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
-            from rich.progress import TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
             self._rich = Progress(
                 SpinnerColumn(finished_text="[green]✓"),

@@ -63,7 +63,13 @@ def test_ctrl_c_stops_the_whole_group_at_once_and_leaves_no_run(large_zarr, tmp_
     argv = [*CLI, "fit", large_zarr, "--param", "mode=exact", "--param", "max_node_bytes=0"]
     argv += ["--store", str(store), "--run-id", "x", *where]
     fit = subprocess.Popen(
-        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, env=_env()
+        argv,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=_env(),
     )
     time.sleep(12)
     assert fit.poll() is None, fit.communicate()
@@ -160,7 +166,8 @@ def test_a_small_fit_runs_in_process_without_prefect_or_distributed(tmp_path):
     np.save(tmp_path / "y.npy", y)
     script = (
         "import sys; from lowdens_pipelines.cli import main; "
-        "status = main(['fit', 'X.npy', '--n-clusters', '3', '--labels', 'y.npy', '--store', 'runs', '--run-id', 'r']); "
+        "status = main(['fit', 'X.npy', '--n-clusters', '3', '--labels', 'y.npy', '--store', 'runs', "
+        "'--run-id', 'r']); "
         "print(sorted(m for m in ('prefect', 'distributed') if m in sys.modules)); sys.exit(status)"
     )
     done = subprocess.run(
@@ -238,8 +245,9 @@ def test_concurrent_fits_of_one_run_id_the_loser_says_so(tmp_path, monkeypatch, 
 def test_a_long_step_shows_its_progress(monkeypatch, capfd):
     import dask
     import dask.array as da
-    from lowdens_dask import MDHClustering
     from lowdens_pipelines import progress
+
+    from lowdens_dask import MDHClustering
 
     monkeypatch.setattr(progress, "DELAY", 0.0)
     X, _ = _blobs(n_per_group=2_000)
@@ -256,6 +264,7 @@ def test_a_long_step_shows_its_progress(monkeypatch, capfd):
 
 def test_tree_growth_reports_to_the_host_in_summary_mode():
     import dask.array as da
+
     from lowdens_dask import MDHClustering
     from lowdens_dask.estimators._progress import progress_to
 
@@ -301,8 +310,9 @@ def test_every_argument_and_option_has_help():
 
 
 def test_help_lists_the_methods_and_how_to_set_their_parameters(capsys):
-    from lowdens_dask import METHODS
     from lowdens_pipelines.cli import METHOD_NAMES, main
+
+    from lowdens_dask import METHODS
 
     assert sorted(METHOD_NAMES) == sorted(METHODS)
     with pytest.raises(SystemExit):

@@ -11,54 +11,19 @@ tested here (its first poll comes before the server has scheduled any run)."""
 import os
 import pty
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_prefect_server import _env, _free_port, _healthy, _tail  # the same server set-up
 
 SERVER_START_TIMEOUT = 90
 DEPLOYMENT_TIMEOUT = 60
 EXIT_LIMIT = 10.0  # the issue's bound, from the SIGINT to the command's exit
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _healthy(api_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{api_url}/health", timeout=5) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def _tail(path: Path, chars: int = 4000) -> str:
-    try:
-        return path.read_text(errors="replace")[-chars:]
-    except OSError as exc:
-        return f"<{path}: {exc}>"
-
-
-def _env(home: Path, **extra: str) -> dict:
-    """The environment without the caller's Prefect settings, plus ``extra``."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PREFECT_")}
-    env.update(
-        PREFECT_HOME=str(home),
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_UI_ENABLED="false",
-        PYTHONUNBUFFERED="1",
-        **extra,
-    )
-    return env
 
 
 def _kill_group(process: subprocess.Popen, timeout: float = 20) -> None:
