@@ -109,11 +109,9 @@ def _env(home: Path, **extra: str) -> dict:
     return env
 
 
-@pytest.fixture
-def prefect_server(tmp_path):
-    """A real ``prefect server start`` on a free port: yields its API URL; stopped (and checked) at teardown."""
-    folder = tmp_path / "server"
-    folder.mkdir()
+def _start_server(folder: Path) -> tuple[subprocess.Popen, str, Path]:
+    """``prefect server start`` on a free port, its home, database and log in ``folder``: (process, API URL,
+    log)."""
     port = _free_port()
     log = folder / "server.log"
     env = _env(
@@ -122,8 +120,15 @@ def prefect_server(tmp_path):
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
     )
     argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-    server = _start([*argv, "--analytics-off", "--no-ui"], env, folder, log)
-    api_url = f"http://127.0.0.1:{port}/api"
+    return _start([*argv, "--analytics-off", "--no-ui"], env, folder, log), f"http://127.0.0.1:{port}/api", log
+
+
+@pytest.fixture
+def prefect_server(tmp_path):
+    """A real ``prefect server start`` on a free port: yields its API URL; stopped (and checked) at teardown."""
+    folder = tmp_path / "server"
+    folder.mkdir()
+    server, api_url, log = _start_server(folder)
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:

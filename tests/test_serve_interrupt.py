@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_prefect_server import _env, _free_port, _healthy, _tail  # the same server set-up
+from test_prefect_server import _env, _healthy, _start_server, _tail  # the same server set-up
 
 SERVER_START_TIMEOUT = 90
 DEPLOYMENT_TIMEOUT = 60
@@ -42,26 +42,7 @@ def _kill_group(process: subprocess.Popen, timeout: float = 20) -> None:
 
 @pytest.fixture(scope="module")
 def prefect_api(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("prefect-server")
-    port = _free_port()
-    log = folder / "server.log"
-    env = _env(
-        folder / "home",
-        PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{folder / 'prefect.db'}",
-        PREFECT_SERVER_LOGGING_LEVEL="WARNING",
-    )
-    argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [*argv, "--analytics-off", "--no-ui"],
-            env=env,
-            cwd=folder,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    api_url = f"http://127.0.0.1:{port}/api"
+    server, api_url, log = _start_server(tmp_path_factory.mktemp("prefect-server"))
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while not _healthy(api_url):
