@@ -5,6 +5,14 @@ Direction j is the one the index finds on the data deflated by the directions be
 ``X - X V V^T`` (Hofmeyr & Pavlidis, R Journal 11(2), 2019, §"dimension reduction"), so the directions are
 orthonormal. In-memory arrays are fitted in memory; Dask arrays and zarr stores in exact chunked mode
 (every pursuit step a pass over the chunks of the lazily deflated array).
+
+Each direction is taken within the span of the centred rows: a component along a direction in which X does not
+vary (a constant column, say) moves no projection but by a constant, and is removed. So when X varies along
+only r < ``n_components`` directions (rank-r data once centred: rank-1 data, constant columns), the data deflated
+by r directions have no variance left and there is no further direction to find: the fit stops at r with a
+warning that says how many directions were found and why, and ``n_components_`` (the rows of ``components_``,
+the columns of ``transform``) is r, as scikit-learn's PCA reports the ``n_components_`` it kept. r is the
+covariance's numerical rank: its eigenvalues above ``ROUNDING_ULPS * n_features * eps`` times the largest.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -21,6 +29,8 @@ from ..backend import InMemoryData, as_dask_array
 from ..backend.chunked import ChunkedNode
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import find_hyperplane
+from ..tree.grower import ROUNDING_ULPS
+from .._warnings import warn
 from ._scale_out import is_chunked_input
 from ._validation import (
     check_fit_input,
@@ -32,11 +42,24 @@ from ._validation import (
 )
 
 
+def _rank_and_null_space(data, name: str) -> tuple[int, np.ndarray]:
+    """The number of directions along which the rows vary (the covariance's numerical rank: eigenvalues above
+    ``ROUNDING_ULPS * d * eps`` times the largest) and an orthonormal basis of the others, as columns."""
+    d = data.n_features
+    vals, vecs = data.leading_eigenvectors(d)
+    if not vals[0] > 0:
+        raise ValueError(f"{name}: every row of X is the same point; there is no direction to find.")
+    rank = int(np.count_nonzero(vals > vals[0] * ROUNDING_ULPS * d * np.finfo(float).eps))
+    return rank, vecs[:, rank:]
+
+
 class _ProjectionPursuit(TransformerMixin, BaseEstimator):
     """Base class: ``n_components`` successive directions of the index ``_method``.
 
-    Attributes: ``components_`` (n_components, n_features), orthonormal rows; ``stats_``, the index's
-    statistics of each direction's split; ``n_features_in_``.
+    Attributes: ``components_`` (n_components_, n_features), orthonormal rows; ``n_components_``, the number
+    of directions found: ``n_components``, or fewer (with a warning) when the data deflated by the directions
+    found have no variance left; ``stats_``, the index's statistics of each direction's split;
+    ``n_features_in_``.
     """
 
     _method: str
@@ -63,18 +86,45 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
         if self.n_components > d:
             raise ValueError(f"{type(self).__name__}: n_components={self.n_components} exceeds the {d} features of X.")
         V = np.zeros((0, d))
+        first = self._deflated(X, V, weights, chunked)  # X itself; chunked: its covariance pass serves both
+        rank, null = _rank_and_null_space(first, type(self).__name__)
         stats = []
+        stopped = None
         with single_threaded_blas():
-            for _ in range(self.n_components):
-                deflated = X - (X @ V.T) @ V
-                data = ChunkedNode(deflated) if chunked else InMemoryData(deflated, weights)
+            for j in range(min(self.n_components, rank)):
+                data = first if j == 0 else self._deflated(X, V, weights, chunked)
                 hp = find_hyperplane(self._method, data, min_size=self.min_size, **self._index_params())
-                v = hp.v - V.T @ (V @ hp.v)
-                V = np.vstack([V, v / np.linalg.norm(v)])
+                v = hp.v - null @ (null.T @ hp.v)  # a component along which X does not vary moves no projection
+                for _ in range(2):  # twice: orthonormal to rounding whatever the overlap
+                    v -= V.T @ (V @ v)
+                norm = float(np.linalg.norm(v))
+                if not norm > 0.5:  # not expected: the starts and steps lie in the deflated rows' span
+                    stopped = "the next direction found lies along the previous ones or where X does not vary"
+                    break
+                V = np.vstack([V, v / norm])
                 stats.append(dict(hp.stats))
+        if stopped is None and rank < self.n_components:
+            dirs = f"{rank} direction{'' if rank == 1 else 's'}"
+            stopped = (
+                f"X varies along only {dirs} once centred (its covariance has rank {rank} to rounding error), so the "
+                f"data deflated by the first {dirs} found have no variance left"
+            )
+        if stopped is not None:
+            k = V.shape[0]
+            s = "" if k == 1 else "s"
+            warn(
+                f"{type(self).__name__}: found {k} of the {self.n_components} components requested: {stopped}. "
+                f"components_ has {k} row{s} and transform gives {k} column{s} (n_components_ = {k})."
+            )
         self.components_ = V
+        self.n_components_ = V.shape[0]
         self.stats_ = stats
         return self
+
+    @staticmethod
+    def _deflated(X, V, weights, chunked):
+        deflated = X - (X @ V.T) @ V
+        return ChunkedNode(deflated) if chunked else InMemoryData(deflated, weights)
 
     def transform(self, X):
         """The projections ``X @ components_.T`` (lazily, for Dask or zarr input)."""

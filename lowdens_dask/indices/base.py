@@ -88,6 +88,32 @@ def sorted_positive(p: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return p[keep][order], w[keep][order]
 
 
+def fallback_split(p: np.ndarray, w: np.ndarray, curve, best: str) -> tuple[float, float]:
+    """Where an index whose splits all fail ``min_size`` puts its would-be split: ``(b, weight below b)``.
+
+    The best split between two distinct projections of positive weight whatever the weight left on each side
+    (by ``curve(xs, ws)``, the index along the sorted projections, as ``ncut_curve``; ``best`` is "min" or
+    "max"), at the midpoint of its gap; when all those projections coincide, their common value (their
+    median: every row then lies on side 1, ``p >= b``). So that the hyperplane an estimator reports without a
+    valid split is finite (issue 22, point 8), as MDH's is. The caller keeps the split invalid.
+    """
+    xs, ws = sorted_positive(p, w)
+    if xs.size == 0:  # no row of positive weight (refused by the estimators' input checks)
+        return (float(np.median(p)) if p.size else 0.0), 0.0
+    gaps = np.flatnonzero(xs[:-1] < xs[1:])
+    if gaps.size == 0:
+        return float(xs[0]), 0.0
+    values = np.asarray(curve(xs, ws), dtype=np.float64)[gaps]
+    worst = math.inf if best == "min" else -math.inf
+    values = np.where(np.isnan(values), worst, values)
+    k = int(gaps[np.argmin(values) if best == "min" else np.argmax(values)])
+    lo, hi = float(xs[k]), float(xs[k + 1])
+    b = 0.5 * (lo + hi)
+    if not lo < b:  # adjacent doubles: lo must stay below b
+        b = hi
+    return b, float(ws[: k + 1].sum())
+
+
 class ProjectionIndex:
     """Base class of projection indices (see the module docstring for the contract).
 

@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.sorting import sort_projections
-from .base import Profile, ProjectionIndex, Split, admissible_splits, register_index, sorted_positive
+from .base import Profile, ProjectionIndex, Split, admissible_splits, fallback_split, register_index, sorted_positive
 
 
 @njit(cache=True, nogil=True)
@@ -232,6 +232,8 @@ class NormalisedCutIndex(ProjectionIndex):
             if grad_out is not None:
                 grad_out[:] = 0.0
                 grad_out[keep] = grad
+        if math.isnan(b):  # no admissible split: the would-be split, still invalid (value inf)
+            b, below = fallback_split(p, w, lambda xs, ws: ncut_curve(xs, ws, self.scale), "min")
         return Split(b, value, {"fval": value}, weight_below=below)
 
     def stage_done(self, split: Split) -> bool:

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels.sorting import argsort_float
-from .base import Profile, ProjectionIndex, Split, admissible_splits, register_index, sorted_positive
+from .base import Profile, ProjectionIndex, Split, admissible_splits, fallback_split, register_index, sorted_positive
 
 #: Floor of V - B in the ratio (see the module docstring).
 TINY = 1e-300
@@ -517,7 +517,8 @@ class VarianceRatioIndex(ProjectionIndex):
     def evaluate(self, p, w, stage, grad_out=None):
         grad = np.empty_like(p) if grad_out is None else grad_out
         value, b, below = variance_ratio_split(p, w, self.min_size, grad)
-        if math.isnan(b):
+        if math.isnan(b):  # no admissible split: the would-be split, still invalid (value inf)
+            b, below = fallback_split(p, w, variance_ratio_curve, "max")
             return Split(b, math.inf, {"fval": value}, weight_below=below)
         if grad_out is not None:
             grad_out *= -1.0 / value if value > TINY else 0.0
