@@ -25,12 +25,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
 from ..backend.chunked import ChunkedNode
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import find_hyperplane
 from ..tree.grower import ROUNDING_ULPS
-from .._warnings import warn
 from ._scale_out import is_chunked_input
 from ._validation import (
     check_fit_input,
@@ -144,6 +144,16 @@ class MDHProjection(_ProjectionPursuit):
     n_components : int, default=2
     bandwidth, alphas, eta, eps, maxiter, ftol, min_size
         As for :class:`~lowdens_dask.MDH`.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        The directions, orthonormal rows, each within the span of the centred rows.
+    n_components_ : int
+        How many were found: ``n_components``, or fewer when X varies along fewer directions once centred
+        (rank-deficient data, constant columns); the fit then warns how many were found and why.
+    stats_ : list of dict
+        The index's statistics of each direction's split.
     """
 
     _method = "mdh"
@@ -194,6 +204,16 @@ class NCutProjection(_ProjectionPursuit):
     n_components : int, default=2
     scale, maxiter, ftol, min_size
         As for :class:`~lowdens_dask.NCutH`.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        The directions, orthonormal rows, each within the span of the centred rows.
+    n_components_ : int
+        How many were found: ``n_components``, or fewer when X varies along fewer directions once centred
+        (rank-deficient data, constant columns); the fit then warns how many were found and why.
+    stats_ : list of dict
+        The index's statistics of each direction's split.
     """
 
     _method = "ncut"
@@ -231,6 +251,16 @@ class MCProjection(_ProjectionPursuit):
     n_components : int, default=2
     maxiter, ftol, min_size, random_state
         As for :class:`~lowdens_dask.MCH`.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        The directions, orthonormal rows, each within the span of the centred rows.
+    n_components_ : int
+        How many were found: ``n_components``, or fewer when X varies along fewer directions once centred
+        (rank-deficient data, constant columns); the fit then warns how many were found and why.
+    stats_ : list of dict
+        The index's statistics of each direction's split.
     """
 
     _method = "mc"

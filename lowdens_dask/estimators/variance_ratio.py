@@ -45,9 +45,12 @@ class MCH(HyperplaneEstimator):
     Attributes
     ----------
     v_, b_ : ndarray of shape (n_features,), float
-        The hyperplane.
+        The hyperplane. When no split leaves ``min_size`` on each side (a warning says so), the best one found,
+        still finite: b_ is the split point of the largest variance ratio between distinct projections
+        whatever the weight on each side, or the projections' common value if they all coincide; labels and
+        ``decision_function`` follow it.
     fval_ : float
-        Its variance ratio; ``stats_`` (dict) holds the index's statistics.
+        Its variance ratio (-inf without a valid split); ``stats_`` (dict) holds the index's statistics.
     labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
         As for :class:`~lowdens_dask.MDH`.
     n_evaluations_ : int
