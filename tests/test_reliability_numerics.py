@@ -85,3 +85,7 @@ def test_point16_projection_components_orthonormal_on_rank_deficient_data(Projec
         # the components span the centred rows: projecting onto them loses nothing
         Xc = X - X.mean(axis=0)
         np.testing.assert_allclose(Xc @ C.T @ C, Xc, atol=1e-9 * np.abs(X).max())
+    if Projection is MCProjection:  # chunked rows start from two PCs: the second, flat one must not win
+        with pytest.warns(UserWarning, match="found 2 of the 3 components"):
+            proj = Projection(n_components=3).fit(da.from_array(X, chunks=(8, -1)))
+        np.testing.assert_allclose(proj.components_ @ proj.components_.T, np.eye(2), atol=1e-12)

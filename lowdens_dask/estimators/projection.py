@@ -12,7 +12,8 @@ only r < ``n_components`` directions (rank-r data once centred: rank-1 data, con
 by r directions have no variance left and there is no further direction to find: the fit stops at r with a
 warning that says how many directions were found and why, and ``n_components_`` (the rows of ``components_``,
 the columns of ``transform``) is r, as scikit-learn's PCA reports the ``n_components_`` it kept. r is the
-covariance's numerical rank: its eigenvalues above ``ROUNDING_ULPS * n_features * eps`` times the largest.
+covariance's numerical rank: its eigenvalues above ``FLAT_ULPS * n_features * eps`` times the largest
+(:data:`lowdens_dask.pursuit.hyperplanes.FLAT_ULPS`).
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -30,7 +31,7 @@ from ..backend import InMemoryData, as_dask_array
 from ..backend.chunked import ChunkedNode
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import find_hyperplane
-from ..tree.grower import ROUNDING_ULPS
+from ..pursuit.hyperplanes import varying_components
 from ._scale_out import is_chunked_input
 from ._validation import (
     check_fit_input,
@@ -44,12 +45,11 @@ from ._validation import (
 
 def _rank_and_null_space(data, name: str) -> tuple[int, np.ndarray]:
     """The number of directions along which the rows vary (the covariance's numerical rank: eigenvalues above
-    ``ROUNDING_ULPS * d * eps`` times the largest) and an orthonormal basis of the others, as columns."""
-    d = data.n_features
-    vals, vecs = data.leading_eigenvectors(d)
+    ``FLAT_ULPS * d * eps`` times the largest) and an orthonormal basis of the others, as columns."""
+    vals, vecs = data.leading_eigenvectors(data.n_features)
     if not vals[0] > 0:
         raise ValueError(f"{name}: every row of X is the same point; there is no direction to find.")
-    rank = int(np.count_nonzero(vals > vals[0] * ROUNDING_ULPS * d * np.finfo(float).eps))
+    rank = int(np.count_nonzero(varying_components(vals, data.n_features)))
     return rank, vecs[:, rank:]
 
 

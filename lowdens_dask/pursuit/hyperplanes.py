@@ -26,6 +26,17 @@ from ._bfgs import LBFGSMemory, lbfgs_steps
 #: Curvature pairs kept by L-BFGS: at least one continuation stage, so each stage's steps are BFGS steps.
 LBFGS_MEMORY = 50
 
+#: A covariance eigenvalue at most ``FLAT_ULPS * n_features * eps`` times the largest is rounding error: the rows
+#: do not vary along its eigenvector (a constant column, rank-deficient or deflated rows).
+FLAT_ULPS = 64.0
+
+
+def varying_components(vals: np.ndarray, n_features: int) -> np.ndarray:
+    """Mask of the covariance eigenvalues ``vals`` (largest first) whose eigenvectors the rows vary along (see
+    :data:`FLAT_ULPS`); its count is the covariance's numerical rank."""
+    vals = np.asarray(vals, dtype=np.float64)
+    return vals > vals[0] * FLAT_ULPS * n_features * np.finfo(float).eps
+
 
 class Hyperplane(NamedTuple):
     """A separating hyperplane ``{x : v.x = b}``; side 0 is ``v.x < b`` and side 1 is ``v.x >= b``."""
@@ -284,6 +295,13 @@ def find_hyperplane(
         u = vecs[:, 0]
         return Hyperplane(u, float(data.mean() @ u), False, {}, {})
     index = index_type.for_node(data, vals, vecs, min_size=min_size, **params)
+    flat = ~varying_components(vals, data.n_features)
+    if flat.any():
+        # A component the rows do not vary along is no start: its projections are rounding noise, which a
+        # scale-free index (the variance ratio) can rank above a real split. The leading one stands in for it,
+        # so that the number of starts (and of restart tasks) stays the index's.
+        vecs = vecs.copy()
+        vecs[:, flat] = vecs[:, :1]
     starts = _starting_directions(v0, data, vecs, index)
     if start is not None:
         if not 0 <= start < len(starts):
