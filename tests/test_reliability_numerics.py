@@ -7,7 +7,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from lowdens_dask import MCH, MDH, MCProjection, MDHProjection, NCutH, NCutProjection
+from lowdens_dask import MCH, MDH, MCClustering, MCProjection, MDHProjection, NCutClustering, NCutH, NCutProjection
 from lowdens_dask.indices import get_index
 
 #: 19 identical rows and one apart: the only gap between projections leaves a single row on one side.
@@ -36,6 +36,11 @@ def test_point08_ncuth_no_valid_split_keeps_finite_hyperplane(Estimator, X, min_
     with pytest.warns(UserWarning):
         mdh = MDH(min_size=min_size).fit(X)
     assert sorted(np.bincount(mdh.labels_).tolist()) == sorted(sizes)
+    # the divisive estimator, even forced, leaves such a node a leaf
+    Divisive = NCutClustering if Estimator is NCutH else MCClustering
+    with pytest.warns(UserWarning, match="Only 1 clusters could be formed"):
+        tree = Divisive(n_clusters=2, min_size=min_size, force_n_clusters=True).fit(X)
+    assert tree.n_clusters_ == 1 and (tree.labels_ == 0).all()
 
 
 @pytest.mark.parametrize("method", ["ncut", "mc"])
