@@ -31,6 +31,7 @@ import numpy as np
 from scipy.optimize import minimize, nnls
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from ..indices.spectral import LAPLACIANS, SIMILARITIES, Connectivity, spectral_connectivity
 
@@ -69,9 +70,15 @@ SIMPLE_TOLERANCE = 1e-5
 #: ``LMSC_MAX_HALVINGS`` halvings (spec §16).
 LMSC_TOLERANCE = 1e-6
 LMSC_MAX_HALVINGS = 20
-#: ... or when λ₂ at the next σ would be below this fraction of the matrix's largest diagonal entry: a dense
-#: eigensolver is accurate to about 1e−16 of it, so λ₂ and its gradient would be rounding error.
-LMSC_NOISE_FLOOR = 1e-9
+#: λ₂ below this fraction of the K×K matrix's largest diagonal entry is zero: a dense eigensolver is accurate to
+#: about 1e−16 of it, so λ₂ and its gradient are rounding error. Laplacians are positive semi-definite, so such a
+#: λ₂ is already the least possible value: the non-smooth step (which exists to lower a λ₂ tied with λ₃) stops
+#: there. A σ far below the spread of the points puts every projection there: each similarity between distinct
+#: points underflows to 0, the graph has no edges and λ₂ = λ₃ = 0 everywhere, never simple, and the
+#: gradient-sampling steps only chased rounding noise (issue 22, point 5: 361 s for one fit).
+NOISE_FLOOR = 1e-9
+#: LMSC stops halving σ when λ₂ at the next σ would be below the noise floor.
+LMSC_NOISE_FLOOR = NOISE_FLOOR
 #: The quasi-Newton minimiser: BFGS (R's ``optim``, as the R package) up to this many parameters (d·l), and
 #: limited-memory BFGS above, where the dense inverse Hessian costs more than the objective (O((d·l)²) per
 #: step: 56 of 61 s on yale, d = 600), stopping on the relative decrease of the value (the objective is
@@ -209,15 +216,15 @@ def _is_simple(conn: Connectivity) -> bool:
 def minimise_connectivity(
     C: np.ndarray, n: np.ndarray, V0: np.ndarray, settings: dict, *, min_side: float, maxiter: int, rng
 ) -> tuple[np.ndarray, int]:
-    """BFGS over the projection from ``V0`` (gradient assumed to exist), then, while λ₂ is not simple, the
-    non-smooth step of the R package (spec §6): gradients sampled in a ball, the least-norm element of
-    their convex hull as descent direction, Armijo backtracking, radius 0.1 shrinking to 1e−6.
-    Returns ``(V, evaluations)``."""
+    """BFGS over the projection from ``V0`` (gradient assumed to exist), then, while λ₂ is not simple and above
+    zero (:data:`NOISE_FLOOR`), the non-smooth step of the R package (spec §6): gradients sampled in a ball, the
+    least-norm element of their convex hull as descent direction, Armijo backtracking, radius 0.1 shrinking to
+    1e−6; at most ``maxiter`` such steps. Returns ``(V, evaluations)``."""
     l = V0.shape[1]
     objective = _Objective(C, n, l, settings, min_side)
     w = V0.ravel().copy()
     radius = 0.1
-    while True:
+    for _ in range(maxiter + 1):  # at most ``maxiter`` non-smooth steps, each followed by BFGS
         if w.size <= DENSE_BFGS_MAX_PARAMETERS:
             options = {"maxiter": maxiter, "gtol": 1e-5}
             result = minimize(objective, w, jac=True, method="BFGS", options=options)
@@ -225,7 +232,7 @@ def minimise_connectivity(
             result = minimize(objective, w, jac=True, method="L-BFGS-B", options=LBFGS_OPTIONS | {"maxiter": maxiter})
         w = result.x
         _, _, conn = objective.connectivity(w, gradient=False)
-        if _is_simple(conn) or radius < 1e-6:
+        if _is_simple(conn) or conn.eigenvalue <= NOISE_FLOOR * conn.norm or radius < 1e-6:
             break
         while radius >= 1e-6:
             f0, g0 = objective(w)
@@ -264,7 +271,9 @@ def bipartition(conn: Connectivity, n: np.ndarray, laplacian: str, rule: str, ra
         F = (U[:, 1] / np.sqrt(conn.degree))[:, None]
     if len(n) == 2:
         return np.array([False, True])
-    with warnings.catch_warnings():
+    # a few hundred points in one or two dimensions: OpenMP threads only add start-up and, on a loaded machine,
+    # spinning (3x slower with two cores shared)
+    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         labels = KMeans(2, n_init=10, random_state=random_state).fit(F, sample_weight=n).labels_
     sides = labels.astype(bool)
