@@ -85,6 +85,9 @@ LMSC_NOISE_FLOOR = NOISE_FLOOR
 #: scaled by its first value) as ``optim`` does (reltol 1e-8).
 DENSE_BFGS_MAX_PARAMETERS = 256
 LBFGS_OPTIONS = {"ftol": 1e-8, "gtol": 1e-5, "maxcor": 20}
+#: The σ a split accepts: σ² and 1/σ² (the similarity's scale) and δ = min(0.01, σ²) stay normal float64 numbers
+#: here, with room for LMSC's halvings (at most ``LMSC_MAX_HALVINGS``, a factor of about 1e6).
+SIGMA_RANGE = (1e-140, 1e140)
 #: Gradients sampled per non-smooth step: 2 × the number of parameters (the R package), at most this many.
 MAX_GRADIENT_SAMPLES = 64
 
@@ -269,6 +272,7 @@ def bipartition(conn: Connectivity, n: np.ndarray, laplacian: str, rule: str, ra
             F /= np.maximum(np.linalg.norm(F, axis=1, keepdims=True), 1e-300)
     else:
         F = (U[:, 1] / np.sqrt(conn.degree))[:, None]
+        F /= max(float(np.abs(F).max()), 1e-300)  # 2-means is scale-free; 1/√degree is large for tiny weights
     if len(n) == 2:
         return np.array([False, True])
     # a few hundred points in one or two dimensions: OpenMP threads only add start-up and, on a loaded machine,
@@ -332,12 +336,18 @@ def spectral_split(
     sigma = scale_multiplier * spectral_scale(evals, total, l, settings["scale_rule"])
     if not sigma > 0:
         raise ValueError("The node's rows have no spread: a spectral split needs at least two distinct rows.")
+    if not SIGMA_RANGE[0] <= sigma <= SIGMA_RANGE[1]:
+        raise ValueError(
+            f"The similarity's scale σ = scale_multiplier × the scheme's σ = {sigma:g} lies outside "
+            f"[{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}], where σ² and 1/σ² are exact in float64; choose a "
+            f"scale_multiplier nearer 1 (got {scale_multiplier:g}) or rescale the data (standardize=True)."
+        )
     above = settings["microclusters_above"] if microclusters_above is None else microclusters_above
     reduce = len(weights) > above
     seed = int(rng.integers(2**31 - 1))
     if reduce:
         C, counts, _ = microclusters(Xc, weights, n_microclusters, microcluster_init, seed)
-    else:
+    if not reduce or len(counts) < 2:  # (k-means left one non-empty cluster: λ₂ needs two points)
         C, counts = Xc, weights
     C = C - counts @ C / counts.sum()  # Σ n_j c_j = 0 exactly
     V0 = evecs[:, :l] if v0 is None else np.asarray(v0, dtype=np.float64).reshape(X.shape[1], -1)
