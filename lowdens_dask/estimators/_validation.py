@@ -122,6 +122,12 @@ def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
             raise ValueError(
                 f"The total sample_weight must exceed 1 (weights are frequency counts); got {weights.sum():g}."
             )
+        if weights.sum() > MAX_TOTAL_WEIGHT:
+            raise ValueError(
+                f"The total sample_weight is {weights.sum():g}, above {MAX_TOTAL_WEIGHT:g}: weights are frequency "
+                "counts (min_size and the bandwidth's n count them), and weighted sums of squares would "
+                "overflow; divide the weights by a common factor."
+            )
         positive = weights[weights > 0]
         if positive.min() < MIN_RELATIVE_WEIGHT * positive.max():
             small = int((positive < MIN_RELATIVE_WEIGHT * positive.max()).sum())
@@ -130,12 +136,6 @@ def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
                 f"({positive.max():g}; the smallest is {positive.min():g}). Positive weights must lie within a factor "
                 f"{1 / MIN_RELATIVE_WEIGHT:g} of each other: the methods multiply weights, and products this far "
                 "apart underflow in float64. Set such weights to 0 (those rows are still labelled) or raise them."
-            )
-        if weights.sum() > MAX_TOTAL_WEIGHT:
-            raise ValueError(
-                f"The total sample_weight is {weights.sum():g}, above {MAX_TOTAL_WEIGHT:g}: weights are frequency "
-                "counts (min_size and the bandwidth's n count them), and weighted sums of squares would "
-                "overflow; divide the weights by a common factor."
             )
     spread = np.ptp(X[weights > 0], axis=0)
     constant = np.flatnonzero(spread == 0)
