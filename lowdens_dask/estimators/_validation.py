@@ -11,6 +11,7 @@ from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from .._warnings import warn
+from ..indices.minimum_density import BANDWIDTH_RANGE
 
 
 def single_threaded_blas():
@@ -26,6 +27,12 @@ def single_threaded_blas():
 #: Largest total sample weight accepted (weights are row counts): the indices' weighted sums, their squares
 #: and the powers of the total weight in the variance-ratio gradient must stay far from overflow.
 MAX_TOTAL_WEIGHT = 1e30
+#: Smallest ratio of a positive sample weight to the largest. Weights are frequency counts and no result depends
+#: on their common scale, but the methods multiply and square them (the spectral Laplacian's n_j n_k and its
+#: degrees, the SVM's pair weights w_i w_j, weighted sums of squares): a ratio below 1e-150 makes such products
+#: underflow to zero in float64 (issue 22: divisions by zero in MDH and SCPP, a hanging SVM). Zero weights are
+#: accepted (the row is labelled but carries no weight); weights in between are refused, not rounded to zero.
+MIN_RELATIVE_WEIGHT = 1e-150
 
 
 def reject_strings(X) -> None:
@@ -121,6 +128,15 @@ def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
                 "counts (min_size and the bandwidth's n count them), and weighted sums of squares would "
                 "overflow; divide the weights by a common factor."
             )
+        positive = weights[weights > 0]
+        if positive.min() < MIN_RELATIVE_WEIGHT * positive.max():
+            small = int((positive < MIN_RELATIVE_WEIGHT * positive.max()).sum())
+            raise ValueError(
+                f"sample_weight: {small} positive weight(s) are below {MIN_RELATIVE_WEIGHT:g} times the largest "
+                f"({positive.max():g}; the smallest is {positive.min():g}). Positive weights must lie within a factor "
+                f"{1 / MIN_RELATIVE_WEIGHT:g} of each other: the methods multiply weights, and products this far "
+                "apart underflow in float64. Set such weights to 0 (those rows are still labelled) or raise them."
+            )
     spread = np.ptp(X[weights > 0], axis=0)
     constant = np.flatnonzero(spread == 0)
     if constant.size == X.shape[1]:
@@ -176,9 +192,25 @@ def check_mdh_params(est) -> None:
     min_size = getattr(est, "min_size", 1)  # the classifier has none
     if not (isinstance(min_size, numbers.Real) and min_size > 0):
         raise ValueError(f"{name}: min_size must be a positive number; got {min_size!r}.")
+    check_bandwidth(est)
+
+
+def check_bandwidth(est) -> None:
+    """``bandwidth``: None, "silverman", a callable, or a number within ``BANDWIDTH_RANGE`` (where the kernel
+    density's arithmetic stays finite in float64; see :data:`lowdens_dask.indices.minimum_density.BANDWIDTH_RANGE`).
+    """
+    name = type(est).__name__
     bw = est.bandwidth
-    if not (bw is None or bw == "silverman" or callable(bw) or (isinstance(bw, numbers.Real) and bw > 0)):
-        raise ValueError(f"{name}: bandwidth must be None, 'silverman', a positive number or a callable; got {bw!r}.")
+    if isinstance(bw, str) or callable(bw) or bw is None:
+        if not (bw is None or bw == "silverman" or callable(bw)):
+            raise ValueError(f"{name}: bandwidth must be None, 'silverman', a number or a callable; got {bw!r}.")
+        return
+    low, high = BANDWIDTH_RANGE
+    if not (isinstance(bw, numbers.Real) and not isinstance(bw, bool) and low <= bw <= high):
+        raise ValueError(
+            f"{name}: bandwidth must be None, 'silverman', a callable or a number in [{low:g}, {high:g}] (data units; "
+            f"outside this range the kernel density over- or underflows in float64); got {bw!r}."
+        )
 
 
 def check_pursuit_params(est, *, divisive: bool) -> None:

@@ -28,7 +28,14 @@ from ._scale_out import (
     route_rows,
     use_summary_mode,
 )
-from ._validation import check_fit_rows, check_mdh_params, check_positive_int, labels_with_skipped, predict_rows
+from ._validation import (
+    check_bandwidth,
+    check_fit_rows,
+    check_mdh_params,
+    check_positive_int,
+    labels_with_skipped,
+    predict_rows,
+)
 
 
 class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
@@ -377,6 +384,7 @@ class DePDDP(_DivisiveClustering):
     split_index : {"fval", "size"} or callable, default="fval"
         "fval" splits the leaf whose minimum has the lowest density (the dePDDP rule).
     bandwidth : None, "silverman", float or callable, default=None
+        As for :class:`~lowdens_dask.MDH` (a number lies in [1e-100, 1e100]).
     min_size : float, default=1
     force_n_clusters : bool, default=True
         As for :class:`~lowdens_dask.MDHClustering`; a leaf with a unimodal projection is then split at
@@ -424,6 +432,10 @@ class DePDDP(_DivisiveClustering):
         self.storage_options = storage_options
         self.labels_store = labels_store
         self.max_node_bytes = max_node_bytes
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_bandwidth(self)
 
     def _index_params(self) -> dict:
         return {"bandwidth": self.bandwidth}

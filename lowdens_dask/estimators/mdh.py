@@ -25,7 +25,9 @@ class MDH(HyperplaneEstimator):
     ----------
     bandwidth : None, "silverman", float or callable, default=None
         Kernel bandwidth h. None/"silverman": ``0.9 * sigma_pc1 * n**(-1/5)`` (§5.1.1); a callable is
-        called with the (possibly standardised) data.
+        called with the (possibly standardised) data. A number, or what the rule or the callable gives, must lie
+        in [1e-100, 1e100] (data units): the index squares distances in bandwidths and uses 1/h², which over- or
+        underflow in float64 far outside it (use ``standardize=True`` for data of an extreme scale).
     alphas : sequence of float, default=None
         Increasing alpha schedule; None means (0.01, 0.1, 0.2, ..., 0.9).
     v0 : None, array of shape (n_features,) or (n_features, k), or callable, default=None
@@ -131,6 +133,8 @@ class MDH(HyperplaneEstimator):
         check_mdh_params(self)
 
     def _set_split(self, hp) -> None:
+        if not hp.params:  # find_hyperplane's answer for rows that are all identical (Dask or zarr input reach it)
+            raise ValueError("Every feature of X is constant; there is no direction to split along.")
         super()._set_split(hp)
         self.relative_depth_ = hp.relative_depth
         self.alpha_ = hp.params["alpha"]

@@ -20,6 +20,12 @@ from ..pursuit.semi_supervised import semi_supervised_hyperplane
 from ._scale_out import check_scale_out_params, is_chunked_input, summarise, use_summary_mode
 from ._validation import check_fit_input, check_mdh_params, single_threaded_blas, standardisation
 
+#: The legal ``svm_C``. The SVM only supplies a start direction, whose limits as C -> 0 (the weighted difference of
+#: the class means) and C -> inf (the hard-margin SVM) are reached well inside this range; liblinear's primal solver
+#: did not return for per-row costs C w_i below about 1e-180 or above about 1e120 (measured), and returns w = 0
+#: (no start) below about 1e-20.
+SVM_C_RANGE = (1e-12, 1e12)
+
 #: The label of unlabelled rows (scikit-learn's semi-supervised convention).
 UNLABELLED = -1
 
@@ -55,7 +61,8 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     bandwidth : None, "silverman" or float, default=None
-        Kernel bandwidth h; None: Silverman's rule on the first principal component of all rows (§5.1.1).
+        Kernel bandwidth h; None: Silverman's rule on the first principal component of all rows (§5.1.1). A number
+        (or the rule's value) must lie in [1e-100, 1e100], as for :class:`~lowdens_dask.MDH`.
     alphas : sequence of float, default=None
         The alpha schedule; None means (0.01, 0.1, ..., 0.9).
     gammas : sequence of float, default=None
@@ -67,7 +74,9 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     ftol : float, default=1e-5
         A stage ends when one iteration lowers the index by at most this relative amount.
     svm_C : float, default=1.0
-        C of the linear SVM whose normal is one of the starts (not stated in the paper).
+        C of the linear SVM whose normal is one of the starts (not stated in the paper), in [1e-12, 1e12]: the
+        normal's direction hardly changes beyond, and liblinear's solver does not return far outside. The SVM
+        weighs the labelled rows by their weights relative to the largest.
     starts : {"best", "all"}, default="best"
         "best" (the paper): run MDP² from the start with the smallest phi_SSC; "all": from each, keeping the
         lowest final f_SSC.
@@ -79,9 +88,12 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         the rows (weighted by their row counts) plus the labelled rows, read by one more pass: the density term
         comes from the summaries, the label term from the labelled rows themselves. "exact" fits arrays in
         memory and is not offered for chunked input.
-    rows_per_microcluster, nonfinite, random_state, storage_options
+    rows_per_microcluster, nonfinite, storage_options
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`; NaN/inf rows of chunked input are predicted
         as -1 with ``nonfinite="skip"``.
+    random_state : int or None, default=None
+        Seeds the summaries (summary mode) and the SVM start's coordinate descent: a fixed value gives the same
+        ``coef_`` and ``transduction_`` fit after fit.
 
     Attributes
     ----------
@@ -146,8 +158,14 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(
                     f"{name}: gammas must be a non-empty sequence of positive numbers; got {self.gammas!r}."
                 )
-        if not (isinstance(self.svm_C, numbers.Real) and self.svm_C > 0):
-            raise ValueError(f"{name}: svm_C must be a positive number; got {self.svm_C!r}.")
+        low, high = SVM_C_RANGE
+        if not (
+            isinstance(self.svm_C, numbers.Real) and not isinstance(self.svm_C, bool) and low <= self.svm_C <= high
+        ):
+            raise ValueError(
+                f"{name}: svm_C must be a number in [{low:g}, {high:g}] (liblinear's solver does not return far "
+                f"outside it); got {self.svm_C!r}."
+            )
         if self.starts not in ("best", "all"):
             raise ValueError(f"{name}: starts must be 'best' or 'all'; got {self.starts!r}.")
         if not isinstance(self.standardize, (bool, np.bool_)):
@@ -249,12 +267,14 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         data = InMemoryData(Z, weights, spread)
         targets = [1] if self.classes_.size == 2 else range(self.classes_.size)
         coef, intercept, self.stats_, self.n_evaluations_ = [], [], [], 0
+        seeds = check_random_state(self.random_state)  # one SVM seed per hyperplane
         with single_threaded_blas():
             for target in targets:
                 labels = np.where(codes < 0, 0.0, np.where(codes == target, 1.0, -1.0)) * label_weights
                 hp = semi_supervised_hyperplane(
                     data, labels, bandwidth=self.bandwidth, alphas=self.alphas, gammas=self.gammas, eta=self.eta,
                     eps=self.eps, maxiter=self.maxiter, ftol=self.ftol, svm_C=self.svm_C, starts=self.starts,
+                    random_state=int(seeds.randint(2**31 - 1)),
                 )  # fmt: skip
                 v, b = hp.v, hp.b
                 if frame.mean is not None:  # z.v = b  <=>  x.(v / scale) = b + (mean / scale).v

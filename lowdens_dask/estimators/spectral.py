@@ -26,6 +26,13 @@ from ._scale_out import (
 from ._validation import check_positive_int, single_threaded_blas, standardisation
 from .divisive import _DivisiveClustering
 
+#: The legal ``scale_multiplier``: the paper's sensitivity study uses 0.1 to 10 (Figs. 7-8). Far below 1 every
+#: similarity between distinct points underflows to 0 (the graph has no edges, λ₂ = 0 for every projection) and far
+#: above it every similarity is 1; the range only excludes multipliers whose σ², 1/σ² or δ = min(0.01, σ²) cannot
+#: be represented in float64 for data of an ordinary scale (issue 22, point 15: 1e-300 divided by zero, 1e300
+#: overflowed).
+SCALE_MULTIPLIER_RANGE = (1e-100, 1e100)
+
 #: Parameters handed to :func:`lowdens_dask.pursuit.spectral.spectral_split` as they are.
 _SPLIT_PARAMS = (
     "n_components",
@@ -59,11 +66,13 @@ _PARAMETERS_DOC = """
     similarity : {{"gaussian", "paper"}} or None, default=None
         The kernel; None is the scheme's.
     scale_multiplier : float, default=1.0
-        Multiplies the scheme's σ (the paper's Figs. 7-8 sensitivity study).
+        Multiplies the scheme's σ (the paper's Figs. 7-8 sensitivity study, 0.1 to 10); a number in [1e-100, 1e100],
+        where σ² and 1/σ² stay finite and non-zero in float64. Far below 1 no two distinct points are similar (λ₂
+        is 0 for every projection, and the pursuit stops at its start); far above 1 all are.
     betas : sequence of float or None, default=None
         The β schedule (largest first); None is the scheme's.
     n_microclusters : int, default=200
-        k-means microclusters per node (§7; the points themselves below the threshold).
+        k-means microclusters per node (§7; the points themselves below the threshold); at least 2.
     microclusters_above : int or None, default=None
         Use microclusters for nodes with more points than this; None is the scheme's (200 or 1,000).
     microcluster_init : {{"farthest", "k-means++"}}, default="farthest"
@@ -72,7 +81,8 @@ _PARAMETERS_DOC = """
     min_side : float or None, default=None
         Least weight on the smaller side for a β to be accepted; None is the scheme's rule.
     maxiter : int, default=100
-        BFGS iterations per minimisation (R's ``optim`` default).
+        BFGS iterations per minimisation (R's ``optim`` default), and at most as many non-smooth steps (spec §6)
+        while λ₂ is not simple.
     standardize : bool, default=False
         z-score the columns first (the paper rescales every feature to unit variance, §7.2).
     mode : {{"auto", "exact", "summary"}}, default="auto"
@@ -134,7 +144,13 @@ class _SpectralClustering(_DivisiveClustering):
         name = type(self).__name__
         check_positive_int(self._n_clusters(), f"{name}: n_clusters")
         check_positive_int(self.n_components, f"{name}: n_components")
-        check_positive_int(self.n_microclusters, f"{name}: n_microclusters")
+        if not (isinstance(self.n_microclusters, numbers.Integral) and not isinstance(self.n_microclusters, bool)) or (
+            self.n_microclusters < 2
+        ):
+            raise ValueError(
+                f"{name}: n_microclusters must be an integer >= 2 (λ₂ of the Laplacian, and a bi-partition, need at "
+                f"least two points); got {self.n_microclusters!r}."
+            )
         check_positive_int(self.maxiter, f"{name}: maxiter")
         if self._split_index() not in ("size", "fval"):
             raise ValueError(f"{name}: split_index must be 'size' or 'fval'; got {self._split_index()!r}.")
@@ -150,8 +166,13 @@ class _SpectralClustering(_DivisiveClustering):
             )
         if not (isinstance(self.omega, numbers.Real) and np.isfinite(self.omega)):
             raise ValueError(f"{name}: omega must be a finite number; got {self.omega!r}.")
-        if not (isinstance(self.scale_multiplier, numbers.Real) and self.scale_multiplier > 0):
-            raise ValueError(f"{name}: scale_multiplier must be a positive number; got {self.scale_multiplier!r}.")
+        low, high = SCALE_MULTIPLIER_RANGE
+        m = self.scale_multiplier
+        if not (isinstance(m, numbers.Real) and not isinstance(m, bool) and low <= m <= high):
+            raise ValueError(
+                f"{name}: scale_multiplier must be a number in [{low:g}, {high:g}] (σ² and 1/σ² must stay finite and "
+                f"non-zero in float64); got {m!r}."
+            )
         if self.betas is not None:
             betas = np.asarray(self.betas, dtype=float) if np.ndim(self.betas) == 1 else None
             if betas is None or betas.size == 0 or not np.all(betas > 0):

@@ -65,8 +65,8 @@ def log_f_from_sums(shift, s0, s1, s2, total, h, b, lo, hi, coef, eps):
     """
     h2 = h * h
     log_i = math.log(s0) - shift - math.log(total * h * SQRT_2PI)
-    dlog_i = -s1 / (s0 * h2)
-    d2i_over_i = s2 / (s0 * h2 * h2) - 1.0 / h2
+    dlog_i = -(s1 / s0) / h2  # ratios first: s0 * h2 * h2 underflows to 0 for a small bandwidth
+    d2i_over_i = (s2 / s0) / h2 / h2 - 1.0 / h2
     pval, pd1, pd2, r, side = _penalty(b, lo, hi, coef, eps)
     if side == 0.0:
         return log_i, dlog_i, d2i_over_i - dlog_i * dlog_i, log_i, shift, s0, side, r
@@ -239,10 +239,11 @@ def gradient_coefficients(total, std, h, alpha, eta, eps, log_f, log_i, s0, side
     :func:`~lowdens_dask.kernels.kde.projection_gradient_weights`."""
     h2 = h * h
     if side == 0.0:
-        return 1.0 / (h2 * s0), 0.0, 0.0
-    f = math.exp(log_f)
-    a_kde = math.exp(log_i - log_f) / (h2 * s0)
-    k = penalty_coefficient(h, eta, eps) * (1.0 + eps) * r**eps / f
+        return 1.0 / h2 / s0, 0.0, 0.0
+    a_kde = math.exp(log_i - log_f) / h2 / s0
+    # (1 + eps) coef r^eps / f_CL, with the share of the penalty in f_CL taken in the log domain (f_CL underflows
+    # when the density and the penalty both do)
+    k = (1.0 + eps) * math.exp(math.log(penalty_coefficient(h, eta, eps)) + (1.0 + eps) * math.log(r) - log_f) / r
     denom = total - 1.0 if total > 1.0 else total
     c_mean = -side * k / total
     c_std = -alpha * k / (denom * std) if std > 0.0 else 0.0  # sigma is not differentiable at 0

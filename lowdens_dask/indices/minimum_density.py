@@ -39,6 +39,14 @@ FVAL_NOTE = (
 )
 
 
+#: The legal bandwidths (data units). The index measures distances in bandwidths and squares them ((x - b)² / h²,
+#: the penalty's 1/h², the Newton steps' 1/h⁴ as ratios): within this range they stay finite in float64 for data
+#: of any ordinary scale (|x| up to about 1e50); far outside it they overflow or underflow (issue 22, point 15:
+#: h = 1e-300 divided by zero, h = 1e300 asked for a grid of negative size). Data of an extreme scale can be
+#: fitted with ``standardize=True``.
+BANDWIDTH_RANGE = (1e-100, 1e100)
+
+
 def silverman_bandwidth(sigma_pc1: float, total_weight: float) -> float:
     """h = 0.9 sigma_pc1 n^(-1/5) (Silverman's rule on the first principal component, seed-mdh §5.2)."""
     return 0.9 * sigma_pc1 * total_weight ** (-0.2)
@@ -60,6 +68,12 @@ def node_bandwidth(bandwidth, data, sigma_pc1: float) -> float:
             f"The bandwidth must be a positive finite number; got {h!r}"
             + (" (the data have zero variance along their first principal component)." if sigma_pc1 == 0 else ".")
         )
+    low, high = BANDWIDTH_RANGE
+    if not low <= h <= high:
+        raise ValueError(
+            f"The bandwidth h={h:g} lies outside [{low:g}, {high:g}], where the kernel density's arithmetic is "
+            "exact in float64; rescale the data (standardize=True) or pass a bandwidth within the range."
+        )
     return h
 
 
@@ -70,8 +84,10 @@ class _KernelDensityIndex(ProjectionIndex):
     setup_params = ("bandwidth",)
 
     def __init__(self, bandwidth: float):
-        if not (bandwidth > 0 and math.isfinite(bandwidth)):
-            raise ValueError(f"bandwidth must be a positive finite number, got {bandwidth!r}.")
+        if not (BANDWIDTH_RANGE[0] <= bandwidth <= BANDWIDTH_RANGE[1]):
+            raise ValueError(
+                f"bandwidth must be a number in [{BANDWIDTH_RANGE[0]:g}, {BANDWIDTH_RANGE[1]:g}]; got {bandwidth!r}."
+            )
         self.h = float(bandwidth)
         self.record = {"bandwidth": self.h}
 

@@ -105,7 +105,8 @@ class SemiSupervisedDensityIndex(MinimumDensityIndex):
         shift, s0, s1, s2 = kernel_sums(p, w, b, self.h, kbuf)
         log_i = math.log(s0) - shift - math.log(total * self.h * SQRT_2PI)
         dens = math.exp(log_i)
-        f, d1, d2 = dens, -dens * s1 / (s0 * h2), dens * (s2 / (s0 * h2 * h2) - 1.0 / h2)
+        # ratios first: s0 * h2 * h2 underflows to 0 for a small bandwidth
+        f, d1, d2 = dens, -dens * ((s1 / s0) / h2), dens * ((s2 / s0) / h2 / h2 - 1.0 / h2)
         side = r = 0.0
         if b > hi or b < lo:
             side = 1.0 if b > hi else -1.0
@@ -155,19 +156,22 @@ class SemiSupervisedDensityIndex(MinimumDensityIndex):
             if best is None or res[0] < best[1][0]:
                 best = (b, res)
         b, (f, _, _, (log_i, s0, side, r, lab, t)) = best
+        # f_SSC is 0 only where the density underflows and the penalty and label terms vanish: then it is the density
+        log_f = math.log(f) if f > 0 else log_i
         if grad_out is not None:
             self._at(p, w, total, lo, hi, coef, b, gamma, p_lab, kbuf)  # kbuf at the chosen b
             h2 = self.h * self.h
-            a_kde = math.exp(log_i) / (h2 * s0 * f)
+            a_kde = math.exp(log_i - log_f) / h2 / s0
             c_mean = c_std = 0.0
-            if side != 0.0:
-                k = coef * (1.0 + self.eps) * r**self.eps / f
+            if side != 0.0:  # (1 + eps) coef r^eps / f, the penalty's share of f in the log domain
+                k = (1.0 + self.eps) * math.exp(math.log(coef) + (1.0 + self.eps) * math.log(r) - log_f) / r
                 c_mean = -side * k / total
                 c_std = -alpha * k / ((total - 1.0 if total > 1.0 else total) * std) if std > 0 else 0.0
             projection_gradient_weights(p, w, kbuf, b, mean, a_kde, c_mean, c_std, grad_out)
-            grad_out[self.labelled] -= gamma * (1.0 + self.eps) * self.label_weight * t**self.eps * self.y / f
+            if lab > 0:  # (no label term otherwise: every t is 0)
+                grad_out[self.labelled] -= gamma * (1.0 + self.eps) * self.label_weight * t**self.eps * self.y / f
         stats = {"fval": math.exp(log_i), "objective": f, "label_penalty": lab}
-        return Split(float(b), math.log(f), stats, detail=(lo, hi, None))
+        return Split(float(b), log_f, stats, detail=(lo, hi, None))
 
     def evaluate_chunked(self, proj, stages, gradient):
         """The rows' labels are aligned with the in-memory rows only: chunked rows go through summary mode."""

@@ -57,8 +57,11 @@ def weighted_moments(p, w):
 
 @njit(cache=True, nogil=True)
 def binned_radius(h, delta):
-    """Cells each side of a grid point that the truncated kernel (8 h) reaches."""
-    return math.ceil(BINNED_RADIUS * h / delta)
+    """Cells each side of a grid point that the truncated kernel (8 h) reaches, at most ``MAX_BINNED_RADIUS + 1``
+    (a grid that fine is summed exactly; the cap keeps the float-to-int conversion in range when h dwarfs the
+    grid, where it wrapped to a negative count)."""
+    cells = BINNED_RADIUS * h / delta
+    return math.ceil(cells) if cells <= MAX_BINNED_RADIUS else MAX_BINNED_RADIUS + 1
 
 
 @njit(cache=True, nogil=True)

@@ -54,14 +54,18 @@ def laplacian_matrix(T, n, inv_sigma2, gaussian, alpha, normalized, standard_sca
     M = np.empty((K, K))
     degree = np.empty(K)
     if normalized:
+        # M_jm = −S_jm n_j n_m / √(d_j d_m) with d_j = n_j t_j, t_j = Σ_m n_m S_jm ≥ n_j: as −S_jm r_j r_m with
+        # r_j = √(n_j / t_j) ≤ 1, no product of weights (d_j d_m underflowed to 0 for weights 1e-100 of the largest)
+        root = np.empty(K)
         for j in range(K):
             total = 0.0
             for m in range(K):
                 total += n[m] * S[j, m]
             degree[j] = n[j] * total
+            root[j] = math.sqrt(n[j] / total)
         for j in range(K):
             for m in range(K):
-                M[j, m] = -n[j] * n[m] * S[j, m] / math.sqrt(degree[j] * degree[m])
+                M[j, m] = -S[j, m] * root[j] * root[m]
             M[j, j] += 1.0
     else:
         for j in range(K):  # the diagonal without the self-similarity, which cancels exactly
@@ -81,18 +85,23 @@ def eigenvalue_gradient(T, n, u, lam, degree, inv_sigma2, gaussian, alpha, norma
     §5.2 with its errata): Σ_j G_jm k'(r_jm)/r_jm (T_im − T_ij)/σ² with, at the point level a = u/√degree,
     G_jm = s n_j n_m (a_j − a_m)² (standard) or n_j n_m ((a_j − a_m)² − λ (a_j² + a_m²)) (normalised)."""
     K, l = T.shape
-    a = np.empty(K)
+    # with q_j = √n_j a_j = u_j √(n_j / degree_j) and s_j = √n_j, G_jm without products of weights and of 1/degree
+    # (which under- and overflowed for small weights): n_j n_m (a_j − a_m)² = (s_m q_j − s_j q_m)² and
+    # n_j n_m (a_j² + a_m²) = n_m q_j² + n_j q_m²
+    q = np.empty(K)
+    root = np.empty(K)
     for j in range(K):
-        a[j] = u[j] / math.sqrt(degree[j])
+        root[j] = math.sqrt(n[j])
+        q[j] = u[j] * math.sqrt(n[j] / degree[j])
     out = np.zeros((K, l))
     for j in range(K):
         for m in range(j + 1, K):
             _, slope = similarity(_squared_distance(T, j, m) * inv_sigma2, gaussian, alpha)
-            gap = a[j] - a[m]
+            gap = root[m] * q[j] - root[j] * q[m]
             if normalized:
-                g = n[j] * n[m] * (gap * gap - lam * (a[j] * a[j] + a[m] * a[m]))
+                g = gap * gap - lam * (n[m] * q[j] * q[j] + n[j] * q[m] * q[m])
             else:
-                g = standard_scale * n[j] * n[m] * gap * gap
+                g = standard_scale * gap * gap
             c = g * slope * inv_sigma2
             for i in range(l):
                 diff = c * (T[m, i] - T[j, i])

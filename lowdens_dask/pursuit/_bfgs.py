@@ -71,7 +71,8 @@ def lbfgs_steps(x: np.ndarray, f: float, g: np.ndarray, info: Any, memory: LBFGS
     Returns ``(x, f, g, info)`` of the final point.
     """
     for _ in range(maxiter):
-        gnorm = float(np.sqrt(g @ g))
+        with np.errstate(over="ignore"):  # a gradient of 1e200 (bandwidth 1e-100 of the data's scale) stops here
+            gnorm = float(np.sqrt(g @ g))
         if gnorm == 0.0 or not np.isfinite(gnorm):
             break
         if memory.count == 0:

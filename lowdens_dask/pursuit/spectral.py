@@ -23,6 +23,7 @@ singularities, so plain BFGS applies (the R package likewise runs BFGS unconstra
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import NamedTuple
@@ -31,6 +32,7 @@ import numpy as np
 from scipy.optimize import minimize, nnls
 from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import ThreadpoolController
 
 from ..indices.spectral import LAPLACIANS, SIMILARITIES, Connectivity, spectral_connectivity
 
@@ -69,15 +71,24 @@ SIMPLE_TOLERANCE = 1e-5
 #: ``LMSC_MAX_HALVINGS`` halvings (spec §16).
 LMSC_TOLERANCE = 1e-6
 LMSC_MAX_HALVINGS = 20
-#: ... or when λ₂ at the next σ would be below this fraction of the matrix's largest diagonal entry: a dense
-#: eigensolver is accurate to about 1e−16 of it, so λ₂ and its gradient would be rounding error.
-LMSC_NOISE_FLOOR = 1e-9
+#: λ₂ below this fraction of the K×K matrix's largest diagonal entry is zero: a dense eigensolver is accurate to
+#: about 1e−16 of it, so λ₂ and its gradient are rounding error. Laplacians are positive semi-definite, so such a
+#: λ₂ is already the least possible value: the non-smooth step (which exists to lower a λ₂ tied with λ₃) stops
+#: there. A σ far below the spread of the points puts every projection there: each similarity between distinct
+#: points underflows to 0, the graph has no edges and λ₂ = λ₃ = 0 everywhere, never simple, and the
+#: gradient-sampling steps only chased rounding noise (issue 22, point 5: 361 s for one fit).
+NOISE_FLOOR = 1e-9
+#: LMSC stops halving σ when λ₂ at the next σ would be below the noise floor.
+LMSC_NOISE_FLOOR = NOISE_FLOOR
 #: The quasi-Newton minimiser: BFGS (R's ``optim``, as the R package) up to this many parameters (d·l), and
 #: limited-memory BFGS above, where the dense inverse Hessian costs more than the objective (O((d·l)²) per
 #: step: 56 of 61 s on yale, d = 600), stopping on the relative decrease of the value (the objective is
 #: scaled by its first value) as ``optim`` does (reltol 1e-8).
 DENSE_BFGS_MAX_PARAMETERS = 256
 LBFGS_OPTIONS = {"ftol": 1e-8, "gtol": 1e-5, "maxcor": 20}
+#: The σ a split accepts: σ² and 1/σ² (the similarity's scale) and δ = min(0.01, σ²) stay normal float64 numbers
+#: here, with room for LMSC's halvings (at most ``LMSC_MAX_HALVINGS``, a factor of about 1e6).
+SIGMA_RANGE = (1e-140, 1e140)
 #: Gradients sampled per non-smooth step: 2 × the number of parameters (the R package), at most this many.
 MAX_GRADIENT_SAMPLES = 64
 
@@ -209,15 +220,15 @@ def _is_simple(conn: Connectivity) -> bool:
 def minimise_connectivity(
     C: np.ndarray, n: np.ndarray, V0: np.ndarray, settings: dict, *, min_side: float, maxiter: int, rng
 ) -> tuple[np.ndarray, int]:
-    """BFGS over the projection from ``V0`` (gradient assumed to exist), then, while λ₂ is not simple, the
-    non-smooth step of the R package (spec §6): gradients sampled in a ball, the least-norm element of
-    their convex hull as descent direction, Armijo backtracking, radius 0.1 shrinking to 1e−6.
-    Returns ``(V, evaluations)``."""
+    """BFGS over the projection from ``V0`` (gradient assumed to exist), then, while λ₂ is not simple and above
+    zero (:data:`NOISE_FLOOR`), the non-smooth step of the R package (spec §6): gradients sampled in a ball, the
+    least-norm element of their convex hull as descent direction, Armijo backtracking, radius 0.1 shrinking to
+    1e−6; at most ``maxiter`` such steps. Returns ``(V, evaluations)``."""
     l = V0.shape[1]
     objective = _Objective(C, n, l, settings, min_side)
     w = V0.ravel().copy()
     radius = 0.1
-    while True:
+    for _ in range(maxiter + 1):  # at most ``maxiter`` non-smooth steps, each followed by BFGS
         if w.size <= DENSE_BFGS_MAX_PARAMETERS:
             options = {"maxiter": maxiter, "gtol": 1e-5}
             result = minimize(objective, w, jac=True, method="BFGS", options=options)
@@ -225,7 +236,7 @@ def minimise_connectivity(
             result = minimize(objective, w, jac=True, method="L-BFGS-B", options=LBFGS_OPTIONS | {"maxiter": maxiter})
         w = result.x
         _, _, conn = objective.connectivity(w, gradient=False)
-        if _is_simple(conn) or radius < 1e-6:
+        if _is_simple(conn) or conn.eigenvalue <= NOISE_FLOOR * conn.norm or radius < 1e-6:
             break
         while radius >= 1e-6:
             f0, g0 = objective(w)
@@ -251,6 +262,12 @@ def minimise_connectivity(
     return W / np.linalg.norm(W, axis=0), objective.n_evaluations
 
 
+@functools.cache
+def _thread_pools() -> ThreadpoolController:
+    """The process's thread pools, found once (``threadpool_limits`` looks for them on every call: 6 ms)."""
+    return ThreadpoolController()
+
+
 def bipartition(conn: Connectivity, n: np.ndarray, laplacian: str, rule: str, random_state) -> np.ndarray:
     """Sides of the (micro)clusters from the eigenvectors (spec §8): ``"package"``, weighted 2-means on the
     two smallest eigenvectors (rows normalised for the normalised Laplacian; the R package); ``"paper"``,
@@ -262,9 +279,12 @@ def bipartition(conn: Connectivity, n: np.ndarray, laplacian: str, rule: str, ra
             F /= np.maximum(np.linalg.norm(F, axis=1, keepdims=True), 1e-300)
     else:
         F = (U[:, 1] / np.sqrt(conn.degree))[:, None]
+        F /= max(float(np.abs(F).max()), 1e-300)  # 2-means is scale-free; 1/√degree is large for tiny weights
     if len(n) == 2:
         return np.array([False, True])
-    with warnings.catch_warnings():
+    # a few hundred points in one or two dimensions: OpenMP threads only add start-up and, on a loaded machine,
+    # spinning (3x slower with two cores shared)
+    with warnings.catch_warnings(), _thread_pools().limit(limits=1, user_api="openmp"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         labels = KMeans(2, n_init=10, random_state=random_state).fit(F, sample_weight=n).labels_
     sides = labels.astype(bool)
@@ -323,12 +343,18 @@ def spectral_split(
     sigma = scale_multiplier * spectral_scale(evals, total, l, settings["scale_rule"])
     if not sigma > 0:
         raise ValueError("The node's rows have no spread: a spectral split needs at least two distinct rows.")
+    if not SIGMA_RANGE[0] <= sigma <= SIGMA_RANGE[1]:
+        raise ValueError(
+            f"The similarity's scale σ = scale_multiplier × the scheme's σ = {sigma:g} lies outside "
+            f"[{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}], where σ² and 1/σ² are exact in float64; choose a "
+            f"scale_multiplier nearer 1 (got {scale_multiplier:g}) or rescale the data (standardize=True)."
+        )
     above = settings["microclusters_above"] if microclusters_above is None else microclusters_above
     reduce = len(weights) > above
     seed = int(rng.integers(2**31 - 1))
     if reduce:
         C, counts, _ = microclusters(Xc, weights, n_microclusters, microcluster_init, seed)
-    else:
+    if not reduce or len(counts) < 2:  # (k-means left one non-empty cluster: λ₂ needs two points)
         C, counts = Xc, weights
     C = C - counts @ C / counts.sum()  # Σ n_j c_j = 0 exactly
     V0 = evecs[:, :l] if v0 is None else np.asarray(v0, dtype=np.float64).reshape(X.shape[1], -1)
