@@ -19,7 +19,7 @@ HTTP stack and moto's Python server, which shares the machine's cores with the f
 object-store path on one machine, not a forecast of S3 over a network.
 
     python benchmarks/s3.py [--sizes 200000,2000000] [--modes summary,exact] [--repeats 3] [--features 10]
-                            [--chunk 250000] [--out benchmarks/results/s3.md]
+                            [--chunk 100000] [--out benchmarks/results/s3.md]
 """
 
 import argparse
@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--modes", default="summary,exact")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--features", type=int, default=10)
-    parser.add_argument("--chunk", type=int, default=250_000)
+    parser.add_argument("--chunk", type=int, default=100_000)
     parser.add_argument("--out", default=str(RESULTS_DIR / "s3.md"))
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -71,16 +71,21 @@ def lifeline_args(args: list[str]) -> list[str]:
     return args
 
 
+class _TiedPopen(subprocess.Popen):
+    """``subprocess.Popen`` that runs a Python module (``python -m MODULE ...``) under a lifeline."""
+
+    def __init__(self, args, *rest, **kwargs):
+        super().__init__(lifeline_args(list(args)), *rest, **kwargs)
+
+
 class _TiedSubprocess:
-    """The ``subprocess`` module as Prefect's server module sees it: ``Popen`` of a Python module runs it under a
-    lifeline; everything else is the module's own."""
+    """The ``subprocess`` module as Prefect's server module sees it: its ``Popen`` is :class:`_TiedPopen`;
+    everything else is the module's own."""
+
+    Popen = _TiedPopen
 
     def __getattr__(self, name: str):
         return getattr(subprocess, name)
-
-    @staticmethod
-    def Popen(args, *rest, **kwargs):
-        return subprocess.Popen(lifeline_args(list(args)), *rest, **kwargs)
 
 
 def _tie(module) -> None:
