@@ -23,7 +23,7 @@ from contextlib import contextmanager
 # started for a flow run logs errors for it (set before Prefect is imported and starts one).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from .lifeline import guard_prefect_temporary_server  # noqa: E402 (after the telemetry setting, as below)
+from .lifeline import guard_prefect_temporary_server  # noqa: E402
 
 # A flow run without a Prefect API starts Prefect's temporary server: it dies with this process, even after a
 # kill -9 (lifeline.py says how).

@@ -134,7 +134,6 @@ def test_a_server_under_the_lifeline_dies_with_its_parent_on_kill_9(tmp_path):
     try:
         server = psutil.Process(int(parent.stdout.readline()))
         assert server.is_running() and "http.server" in server.cmdline()
-        time.sleep(0.5)  # serving
         parent.kill()
         parent.wait(timeout=10)
         _, alive = psutil.wait_procs([server], timeout=5)
