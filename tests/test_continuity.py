@@ -1,4 +1,4 @@
-"""Stable cluster ids between runs (issue 10, continuity)."""
+"""Stable cluster ids between runs (issue 10, continuity); damaged previous labels (issue 22, point 3)."""
 
 import dask.array as da
 import numpy as np
@@ -10,6 +10,7 @@ from lowdens_pipelines.continuity import (
     relabel,
     stability,
 )
+from lowdens_pipelines.runs import RunsStore
 
 from lowdens_dask import MDHClustering
 
@@ -128,45 +129,52 @@ def test_labels_are_written_whole_so_a_clean_previous_run_gives_continuity(first
     assert second.attrs["metrics"]["stability"]["ari"] == 1.0 and second.attrs["stable_ids"] == [0, 1, 2]
 
 
+def _changed_chunk(labels):
+    """A chunk that holds a label other than 0 (read back as zarr's default fill value, it would pass for 0)."""
+    return next(c for c in range(6) if (labels[50 * c : 50 * (c + 1)] != 0).any())
+
+
 def _delete_a_chunk(labels_dir, labels):
-    """Delete a chunk that holds a label other than 0 (read back as the fill value, it would pass for label 0)."""
-    chunk = next(c for c in range(6) if (labels[50 * c : 50 * (c + 1)] != 0).any())
+    chunk = _changed_chunk(labels)
     (labels_dir / "c" / str(chunk)).unlink()
-    return chunk
+    return f"row chunk {chunk} (rows {50 * chunk}-{50 * chunk + 49}) is missing from the store"
 
 
 def _garble_a_chunk(labels_dir, labels):
-    chunk = next(c for c in range(6) if (labels[50 * c : 50 * (c + 1)] != 0).any())
+    chunk = _changed_chunk(labels)
     path = labels_dir / "c" / str(chunk)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
-    return chunk
+    return f"row chunk {chunk} (rows {50 * chunk}-{50 * chunk + 49}) cannot be read (ValueError: Stored and computed"
+
+
+def _truncate_the_metadata(labels_dir, labels):
+    text = (labels_dir / "zarr.json").read_bytes()
+    (labels_dir / "zarr.json").write_bytes(text[: len(text) // 2])
+    return "they cannot be opened (JSONDecodeError: "
 
 
 @pytest.mark.parametrize(
-    "damage, what",
-    [(_delete_a_chunk, "is missing from the store"), (_garble_a_chunk, "cannot be read")],
-    ids=["deleted-chunk", "garbled-chunk"],
+    "damage", [_delete_a_chunk, _garble_a_chunk, _truncate_the_metadata], ids=["deleted", "garbled", "zarr.json"]
 )
-def test_damaged_previous_labels_give_a_warning_and_no_continuity(
-    first_run, tmp_path, monkeypatch, capsys, damage, what
-):
-    """A label chunk of the previous run deleted or garbled: the next fit warns, naming the run and the chunk,
-    and falls back to no continuity (fresh ids, no stability figures computed from what the store reads)."""
-    chunks = []
+def test_damaged_previous_labels_give_a_warning_and_no_continuity(first_run, tmp_path, monkeypatch, capsys, damage):
+    """A label chunk of the previous run deleted or garbled, or its labels' zarr.json cut short: the next fit
+    warns, naming the run, its labels and the chunk, and falls back to no continuity (fresh ids, no stability
+    figures computed from what the store reads)."""
+    said = []
     second, _, warnings = _second_fit(
-        first_run, tmp_path, monkeypatch, capsys, damage=lambda d, l: chunks.append(damage(d, l))
+        first_run, tmp_path, monkeypatch, capsys, damage=lambda d, l: said.append(damage(d, l))
     )
-    [chunk] = chunks
+    url = RunsStore(str(tmp_path / "runs")).get("first").url
     assert len(warnings) == 1, warnings
-    assert warnings[0].startswith("lowdens: warning: No continuity with the previous run 'first': The labels at ")
-    assert (
-        "/runs/first/attempt-" in warnings[0] and f"are damaged: row chunk {chunk} (rows {50 * chunk}-" in warnings[0]
+    expected = (
+        f"lowdens: warning: No continuity with the previous run 'first': The labels at {url}/labels are damaged: "
     )
-    assert what in warnings[0] and warnings[0].endswith("The new run's cluster ids start afresh.")
+    assert warnings[0].startswith(expected + said[0]), warnings
+    assert warnings[0].endswith("The new run's cluster ids start afresh.")
     stability = second.attrs["metrics"]["stability"]
-    assert stability["previous_run"] == "first" and f"row chunk {chunk}" in stability["skipped"]
+    assert stability["previous_run"] == "first" and said[0] in stability["skipped"]
     assert "ari" not in stability and second.attrs["stable_ids"] == [0, 1, 2]
     np.testing.assert_array_equal(second.labels.compute(), second.predict(zarr_rows(tmp_path)))
 
