@@ -23,6 +23,12 @@ from contextlib import contextmanager
 # started for a flow run logs errors for it (set before Prefect is imported and starts one).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
+from .lifeline import guard_prefect_temporary_server  # noqa: E402
+
+# A flow run without a Prefect API starts Prefect's temporary server: it dies with this process, even after a
+# kill -9 (lifeline.py says how).
+guard_prefect_temporary_server()
+
 import dask.array as da  # noqa: E402
 import numpy as np  # noqa: E402
 from distributed import get_task_stream, rejoin, secede  # noqa: E402
@@ -224,6 +230,8 @@ def recluster_on_dask(
         matched = step(
             "continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options, header)
         )
+        if matched.get("warning"):  # the previous labels are damaged: no continuity (job.match_previous)
+            logger.warning(matched["warning"])
     step(
         "write_labels",
         write_labels.submit(input_path, tree_json, matched["stable_ids"], attempt_url, storage_options, header),

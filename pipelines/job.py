@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from importlib.metadata import version
 
 import dask.array as da
@@ -26,7 +27,8 @@ from .continuity import contingency, match_cluster_ids, stability
 from .identity import input_identity
 from .inputs import load_labels, open_input
 from .metrics import label_metrics, tree_metrics
-from .runs import RunsStore
+from .runs import LabelsDamagedError, RunsStore, read_labels
+from .runs import write_labels as write_run_labels
 
 #: Versions recorded with each run.
 VERSIONED = ("lowdens-dask", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed", "zarr", "prefect")
@@ -110,12 +112,26 @@ def match_previous(X: da.Array, tree_json: str, identity: dict, previous: dict |
     same_rows = previous["input"]["shape"] == identity["shape"] and (
         previous["input"]["fingerprint"] == identity["fingerprint"]
     )
-    if same_rows:
-        before = da.from_zarr(previous["url"], component="labels").rechunk((X.chunks[0],))
-    else:
-        before = route_to_stable_ids(X, previous["tree"], previous["stable_ids"])
+    n_previous = max(previous["stable_ids"]) + 1
     now = ChunkedData(X).label_rows(leaf_labels_from_json, tree_json)
-    table = contingency(before, now, shape=(max(previous["stable_ids"]) + 1, n_leaves))
+    try:
+        if same_rows:  # each chunk of the previous labels checked as it is read (runs.read_labels)
+            before = read_labels(previous["url"], max_label=n_previous - 1).rechunk((X.chunks[0],))
+        else:
+            before = route_to_stable_ids(X, previous["tree"], previous["stable_ids"])
+        table = contingency(before, now, shape=(n_previous, n_leaves))
+    except LabelsDamagedError as error:
+        # never a stability computed from what a damaged store reads (the fill value): no continuity this time
+        message = (
+            f"No continuity with the previous run {previous['run_id']!r}: {error} The new run's cluster ids start "
+            "afresh."
+        )
+        warnings.warn(message, stacklevel=2)
+        return {
+            "stable_ids": list(range(n_leaves)),
+            "stability": {"previous_run": previous["run_id"], "skipped": str(error)},
+            "warning": message,
+        }
     mapping = match_cluster_ids(table)
     figures = {
         "previous_run": previous["run_id"],
@@ -128,7 +144,7 @@ def match_previous(X: da.Array, tree_json: str, identity: dict, previous: dict |
 def write_labels(X: da.Array, tree_json: str, stable_ids, attempt_url: str) -> None:
     """Route every row through the tree to its stable cluster id (-1 for rows with NaN/inf) and write the
     labels into the attempt, in the input's row chunks."""
-    route_to_stable_ids(X, tree_json, stable_ids).to_zarr(attempt_url, component="labels", overwrite=True)
+    write_run_labels(route_to_stable_ids(X, tree_json, stable_ids), attempt_url)
 
 
 def compute_metrics(tree_json: str, attempt_url: str, truth) -> dict:
@@ -136,7 +152,7 @@ def compute_metrics(tree_json: str, attempt_url: str, truth) -> dict:
     integer per row, read back in this process)."""
     from dask.threaded import get
 
-    labels = da.from_zarr(attempt_url, component="labels").compute(scheduler=get)
+    labels = read_labels(attempt_url).compute(scheduler=get)
     return {**tree_metrics(ClusterTree.from_json(tree_json)), **label_metrics(labels, truth)}
 
 

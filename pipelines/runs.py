@@ -39,6 +39,18 @@ before it in its base, and a reader shows the last: a ``COMMITTED`` attempt that
 A run whose metadata cannot be read (a truncated ``zarr.json``, say) is *damaged*: :meth:`RunsStore.runs`
 leaves it out and :meth:`RunsStore.damaged` reports it with its path and the error.
 
+The labels (:func:`write_labels`, :func:`read_labels`): zarr writes no chunk that equals the array's fill value
+(``write_empty_chunks=False``), and reads a chunk that is not in the store as the fill value, so a deleted chunk
+could not be told from a chunk of labels all equal to it. A run's labels are therefore written with the fill
+value :data:`LABELS_FILL` (-2), which no label takes (cluster ids are 0 or more, and -1 marks the rows with NaN
+or inf), with every chunk written (``write_empty_chunks=True``) and a CRC-32C checksum per chunk. **The rule:**
+in labels whose fill value is -2, a chunk that is missing from the store (it reads as -2), a chunk whose bytes
+fail their checksum or cannot be decoded, and a label below -1 (or above the largest cluster id, where the reader
+knows it) are damage: :func:`read_labels` raises :class:`LabelsDamagedError`, a ``ValueError`` that names the
+run's labels and the row chunk. Labels written before this rule (fill value 0, no checksum) still read; in them a
+missing chunk cannot be told from an unwritten chunk of cluster 0 and reads as 0, as zarr reads it, while a chunk
+that cannot be decoded is still reported.
+
 Built on the public API of lowdens_dask only.
 """
 
@@ -58,6 +70,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import dask
 import dask.array as da
 import fsspec
 import numpy as np
@@ -72,6 +85,10 @@ MARKER = "COMMITTED"
 CLAIM = "CLAIM"
 TREE_FILE = "tree.json"
 LABELS = "labels"
+#: The fill value of a run's labels: no label takes it, so a missing chunk reads as damage (the module's notes).
+LABELS_FILL = -2
+#: Few distinct small integers compress well bit-shuffled; lz4 is the fastest of blosc's codecs to write.
+LABELS_BLOSC = {"cname": "lz4", "clevel": 1, "shuffle": "bitshuffle"}
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -95,6 +112,83 @@ def _now() -> str:
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or "no message"
     return f"{type(error).__name__}: {text}"
+
+
+class LabelsDamagedError(ValueError):
+    """A run's labels that cannot be read back whole: a missing chunk, bytes that fail their checksum or cannot be
+    decoded, a value no label takes, or metadata that cannot be read. The message names the labels and the chunk."""
+
+
+def write_labels(labels: da.Array, url: str, storage_options: dict | None = None) -> None:
+    """Write a run's labels (1-D integers, -1 for rows without a cluster) as the array ``labels`` of the zarr
+    group at ``url``, in ``labels``' chunks, under the module's rule: fill value :data:`LABELS_FILL`, every chunk
+    written, a CRC-32C checksum per chunk (blosc lz4 bit-shuffled before it)."""
+    labels = da.asarray(labels)
+    if labels.ndim != 1 or labels.dtype.kind not in "iu":
+        raise ValueError(f"Labels must be a 1-D array of integers; got shape {labels.shape} and dtype {labels.dtype}.")
+    labels.astype(np.int64).to_zarr(
+        url,
+        component=LABELS,
+        storage_options=storage_options,
+        overwrite=True,
+        fill_value=LABELS_FILL,
+        config={"write_empty_chunks": True},
+        compressors=[zarr.codecs.BloscCodec(**LABELS_BLOSC), zarr.codecs.Crc32cCodec()],
+    )
+
+
+class _LabelChunks:
+    """A run's labels array for ``da.from_array``: each read of a row chunk checks it (the module's rule) and
+    raises :class:`LabelsDamagedError` naming the labels and the chunk."""
+
+    def __init__(self, array: zarr.Array, where: str, max_label: int | None):
+        self.array, self.where, self.max_label = array, where, max_label
+        self.shape, self.dtype, self.ndim = array.shape, array.dtype, array.ndim
+        self.rows = array.chunks[0]
+        #: Written under the rule (every chunk written): a missing chunk reads as the fill value, -2.
+        self.whole = int(np.asarray(array.fill_value)) == LABELS_FILL
+
+    def __dask_tokenize__(self):
+        return ("lowdens-run-labels", self.where, self.shape, str(self.dtype), self.rows, self.max_label)
+
+    def __getitem__(self, key):
+        rows = key[0] if isinstance(key, tuple) else key
+        start = (rows.start or 0) if isinstance(rows, slice) else 0
+        chunk = start // self.rows
+        span = f"row chunk {chunk} (rows {chunk * self.rows}-{min((chunk + 1) * self.rows, self.shape[0]) - 1})"
+        try:
+            block = np.asarray(self.array[key])
+        except Exception as error:  # noqa: BLE001 (a checksum, a codec or a store error: each is damage here)
+            raise LabelsDamagedError(f"{self.where} are damaged: {span} cannot be read ({_one_line(error)}).") from None
+        if block.size:
+            low, high = int(block.min()), int(block.max())
+            if self.whole and low == LABELS_FILL and (block == LABELS_FILL).all():
+                raise LabelsDamagedError(
+                    f"{self.where} are damaged: {span} is missing from the store (it reads as the fill value "
+                    f"{LABELS_FILL}, and every chunk of these labels was written)."
+                )
+            if low < -1 or (self.max_label is not None and high > self.max_label):
+                bound = "" if self.max_label is None else f" to {self.max_label}"
+                raise LabelsDamagedError(
+                    f"{self.where} are damaged: {span} holds labels from {low} to {high}; labels run from -1{bound}."
+                )
+        return block
+
+
+def read_labels(url: str, storage_options: dict | None = None, *, max_label: int | None = None) -> da.Array:
+    """The labels of the run at ``url`` (an attempt's zarr group), lazily, in their row chunks; each chunk is
+    checked as it is read (the module's rule), and metadata that cannot be read raises at once: both as a
+    :class:`LabelsDamagedError` naming the labels (and the chunk). ``max_label``: the largest label allowed."""
+    where = f"The labels at {url}/{LABELS}"
+    options = {"storage_options": storage_options} if storage_options else {}
+    try:
+        array = zarr.open_array(url, path=LABELS, mode="r", **options)
+    except Exception as error:  # noqa: BLE001 (missing or unreadable metadata: zarr raises several kinds)
+        raise LabelsDamagedError(f"{where} are damaged: they cannot be opened ({_one_line(error)}).") from None
+    if array.ndim != 1:
+        raise LabelsDamagedError(f"{where} are damaged: expected 1-D labels; the array has shape {array.shape}.")
+    reader = _LabelChunks(array, where, max_label)
+    return da.from_array(reader, chunks=(array.chunks[0],), name=f"run-labels-{dask.base.tokenize(reader)}")
 
 
 @dataclass(frozen=True)
@@ -122,8 +216,9 @@ class Run:
 
     @property
     def labels(self) -> da.Array:
-        """The labels, lazily, in the input's row chunks."""
-        return da.from_zarr(self.url, component=LABELS, storage_options=self.storage_options)
+        """The labels, lazily, in the input's row chunks; a damaged chunk raises :class:`LabelsDamagedError` (a
+        ``ValueError`` naming it) when it is read (:func:`read_labels`)."""
+        return read_labels(self.url, self.storage_options)
 
 
 @dataclass(frozen=True)
@@ -173,8 +268,8 @@ class Attempt:
         self.discarded = False
 
     def write_labels(self, labels: da.Array) -> None:
-        """Write the labels (a 1-D Dask array, in the input's row chunks) into the attempt."""
-        labels.to_zarr(self.url, component=LABELS, storage_options=self.store.storage_options, overwrite=True)
+        """Write the labels (a 1-D Dask array, in the input's row chunks) into the attempt (:func:`write_labels`)."""
+        write_labels(labels, self.url, self.store.storage_options)
 
     def set_attrs(self, **attrs: Any) -> None:
         """Record JSON-serialisable attributes; a ``tree`` (a ClusterTree) is also written as ``tree.json``."""

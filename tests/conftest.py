@@ -25,3 +25,33 @@ def stop_prefect_temporary_servers():
 
         for server in list(SubprocessASGIServer._instances.values()):
             server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A bucket on a moto S3 server (in a thread, started once per session), configured as users configure S3:
+    the standard AWS_* variables, nothing specific to lowdens. Yields the bucket's URL, ``s3://lowdens-tests``;
+    each test keeps to a folder of its own in it."""
+    pytest.importorskip("s3fs")
+    server_module = pytest.importorskip("moto.server")
+    import logging
+
+    import s3fs
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request in failure reports
+    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {
+            "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }.items():
+            patch.setenv(name, value)
+        s3fs.S3FileSystem.clear_instance_cache()
+        s3fs.S3FileSystem().mkdir("lowdens-tests")
+        yield "s3://lowdens-tests"
+        s3fs.S3FileSystem.clear_instance_cache()
+    server.stop()

@@ -1,4 +1,4 @@
-"""Stable cluster ids between runs (issue 10, continuity)."""
+"""Stable cluster ids between runs (issue 10, continuity); damaged previous labels (issue 22, point 3)."""
 
 import dask.array as da
 import numpy as np
@@ -10,6 +10,7 @@ from lowdens_pipelines.continuity import (
     relabel,
     stability,
 )
+from lowdens_pipelines.runs import RunsStore
 
 from lowdens_dask import MDHClustering
 
@@ -72,3 +73,126 @@ def test_adjusted_rand_index_from_the_table_equals_scikit_learns():
     for _ in range(20):
         a, b = rng.integers(0, rng.integers(1, 6), size=(2, int(rng.integers(2, 300))))
         assert adjusted_rand_index(contingency(a, b)) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
+
+
+# ------------------------------------------------------------------------ damaged previous labels (issue 22, point 3)
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    """A committed run 'first' on 300 rows sorted by group, in chunks of 50: each group fills two whole chunks, so
+    the group with label 0 fills chunks of label 0 alone (the fill value of zarr's default integer arrays)."""
+    import zarr
+    from lowdens_pipelines.cli import main
+
+    folder = tmp_path_factory.mktemp("continuity")
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 100)
+    X = (rng.normal(size=(300, 4)) + 10.0 * np.eye(3, 4)[y]).astype("f4")
+    zarr.create_array(str(folder / "X.zarr"), data=X, chunks=(50, 4))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        patch.delenv("PREFECT_API_URL", raising=False)
+        assert main(["fit", "X.zarr", "--n-clusters", "3", "--store", "runs", "--run-id", "first"]) == 0
+    return folder
+
+
+def _second_fit(first_run, tmp_path, monkeypatch, capsys, damage=None):
+    """Copy the first run's folder, ``damage(labels folder, labels)`` its labels, fit 'second' on the same rows;
+    (the second run, the first's labels as written, the command's warnings)."""
+    import shutil
+
+    from lowdens_pipelines import RunsStore
+    from lowdens_pipelines.cli import main
+
+    shutil.copytree(first_run, tmp_path, dirs_exist_ok=True)
+    store = RunsStore(str(tmp_path / "runs"))
+    first = store.get("first")
+    labels = first.labels.compute()
+    if damage is not None:
+        damage(tmp_path / "runs" / "first" / first.url.rsplit("/", 1)[-1] / "labels", labels)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    capsys.readouterr()
+    assert main(["fit", "X.zarr", "--n-clusters", "3", "--store", "runs", "--run-id", "second"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lowdens: warning:")]
+    return store.get("second"), labels, warnings
+
+
+def test_labels_are_written_whole_so_a_clean_previous_run_gives_continuity(first_run, tmp_path, monkeypatch, capsys):
+    """The rule of the runs store's labels: fill value -2 and every chunk written, so a chunk of label 0 alone is
+    in the store (zarr's default would skip it), and a second fit on the same rows keeps every id, silently."""
+    second, labels, warnings = _second_fit(first_run, tmp_path, monkeypatch, capsys)
+    zero_chunks = [c for c in range(6) if (labels[50 * c : 50 * (c + 1)] == 0).all()]
+    assert len(zero_chunks) == 2
+    written = sorted(p.name for p in (tmp_path / "runs" / "first").glob("attempt-*/labels/c/*"))
+    assert written == [str(c) for c in range(6)], written
+    assert warnings == []
+    assert second.attrs["metrics"]["stability"]["ari"] == 1.0 and second.attrs["stable_ids"] == [0, 1, 2]
+
+
+def _changed_chunk(labels):
+    """A chunk that holds a label other than 0 (read back as zarr's default fill value, it would pass for 0)."""
+    return next(c for c in range(6) if (labels[50 * c : 50 * (c + 1)] != 0).any())
+
+
+def _delete_a_chunk(labels_dir, labels):
+    chunk = _changed_chunk(labels)
+    (labels_dir / "c" / str(chunk)).unlink()
+    return f"row chunk {chunk} (rows {50 * chunk}-{50 * chunk + 49}) is missing from the store"
+
+
+def _garble_a_chunk(labels_dir, labels):
+    chunk = _changed_chunk(labels)
+    path = labels_dir / "c" / str(chunk)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return f"row chunk {chunk} (rows {50 * chunk}-{50 * chunk + 49}) cannot be read (ValueError: Stored and computed"
+
+
+def _truncate_the_metadata(labels_dir, labels):
+    text = (labels_dir / "zarr.json").read_bytes()
+    (labels_dir / "zarr.json").write_bytes(text[: len(text) // 2])
+    return "they cannot be opened (JSONDecodeError: "
+
+
+@pytest.mark.parametrize(
+    "damage", [_delete_a_chunk, _garble_a_chunk, _truncate_the_metadata], ids=["deleted", "garbled", "zarr.json"]
+)
+def test_damaged_previous_labels_give_a_warning_and_no_continuity(first_run, tmp_path, monkeypatch, capsys, damage):
+    """A label chunk of the previous run deleted or garbled, or its labels' zarr.json cut short: the next fit
+    warns, naming the run, its labels and the chunk, and falls back to no continuity (fresh ids, no stability
+    figures computed from what the store reads)."""
+    said = []
+    second, _, warnings = _second_fit(
+        first_run, tmp_path, monkeypatch, capsys, damage=lambda d, l: said.append(damage(d, l))
+    )
+    url = RunsStore(str(tmp_path / "runs")).get("first").url
+    assert len(warnings) == 1, warnings
+    expected = (
+        f"lowdens: warning: No continuity with the previous run 'first': The labels at {url}/labels are damaged: "
+    )
+    assert warnings[0].startswith(expected + said[0]), warnings
+    assert warnings[0].endswith("The new run's cluster ids start afresh.")
+    stability = second.attrs["metrics"]["stability"]
+    assert stability["previous_run"] == "first" and said[0] in stability["skipped"]
+    assert "ari" not in stability and second.attrs["stable_ids"] == [0, 1, 2]
+    np.testing.assert_array_equal(second.labels.compute(), second.predict(zarr_rows(tmp_path)))
+
+
+def zarr_rows(folder):
+    import zarr
+
+    return zarr.open_array(str(folder / "X.zarr"), mode="r")[...]
+
+
+def test_labels_written_by_older_code_still_give_continuity(first_run, tmp_path, monkeypatch, capsys):
+    """Labels written before the rule (zarr's defaults: fill value 0, chunks of label 0 not written, no checksum)
+    still read, and continuity works on them."""
+
+    def rewrite_the_old_way(labels_dir, labels):
+        da.from_array(labels, chunks=50).to_zarr(str(labels_dir.parent), component="labels", overwrite=True)
+        assert len(list((labels_dir / "c").iterdir())) == 4  # the two chunks of label 0 are not written
+
+    second, _, warnings = _second_fit(first_run, tmp_path, monkeypatch, capsys, damage=rewrite_the_old_way)
+    assert warnings == []
+    assert second.attrs["metrics"]["stability"]["ari"] == 1.0 and second.attrs["stable_ids"] == [0, 1, 2]

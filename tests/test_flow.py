@@ -113,3 +113,24 @@ def test_lowdens_fit_runs_the_flow(data, tmp_path, capsys):
     run = RunsStore(store).get("cli-1")
     np.testing.assert_array_equal(run.tree.predict(X), run.labels.compute())
     assert run.attrs["metrics"]["adjusted_rand"] > 0.99 and run.attrs["input"]["path"] == str(tmp_path / "X.npy")
+
+
+def test_the_temporary_prefect_server_is_tied_to_the_flows_process(data):
+    """Issue 22, point 4: the temporary server Prefect starts for flow runs without an API (the tests above ran
+    on it) runs under lowdens' lifeline, so that it dies with this process even on kill -9
+    (tests/test_kill_9.py kills one)."""
+    import os
+    import sys
+
+    import psutil
+    from lowdens_pipelines import flows  # noqa: F401 (ties the server before Prefect starts it)
+    from prefect.client.orchestration import get_client
+    from prefect.server.api.server import SubprocessASGIServer
+
+    with get_client(sync_client=True) as client:  # starts the server, unless the tests above did
+        assert client.api_healthcheck() is None
+    server = SubprocessASGIServer._instances[None].server_process
+    assert server.args[:5] == [sys.executable, "-m", "lowdens_pipelines.lifeline", str(os.getpid()), "uvicorn"]
+    assert "prefect.server.api.server:create_app" in server.args
+    process = psutil.Process(server.pid)
+    assert process.ppid() == os.getpid() and process.cmdline()[2] == "lowdens_pipelines.lifeline"

@@ -2,7 +2,6 @@
 damaged run (issue 22 point 2), on a local path, fsspec's ``memory://`` and an S3 server (moto)."""
 
 import json
-import logging
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,32 +14,6 @@ LABELS_A = np.arange(100) % 3
 LABELS_B = np.arange(100) % 5
 RUN_X = r"Run 'x' "
 CLAIM = "CLAIM"
-
-
-@pytest.fixture(scope="module")
-def s3_server():
-    """A moto S3 server in a thread, configured as users configure S3: the standard AWS_* variables."""
-    pytest.importorskip("s3fs")
-    server_module = pytest.importorskip("moto.server")
-    import s3fs
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request in failure reports
-    server = server_module.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in {
-            "AWS_ENDPOINT_URL": f"http://{host}:{port}",
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }.items():
-            patch.setenv(name, value)
-        s3fs.S3FileSystem.clear_instance_cache()
-        s3fs.S3FileSystem().mkdir("lowdens-races")
-        yield "s3://lowdens-races"
-        s3fs.S3FileSystem.clear_instance_cache()
-    server.stop()
 
 
 @pytest.fixture(params=["local", "memory", "s3"])
@@ -225,3 +198,40 @@ def test_a_marker_of_the_old_format_still_reads(tmp_path):
     assert json.loads((tmp_path / "runs" / "old" / newer.url.rsplit("/", 1)[-1] / "COMMITTED").read_text())[
         "base"
     ] == [run.url.rsplit("/", 1)[-1]]
+
+
+def test_the_command_lists_a_damaged_run_apart_and_fits_past_it(tmp_path, monkeypatch, capsys):
+    """Issue 22, points 2 and 17, as the command meets them: one run's zarr.json truncated. ``runs list`` lists
+    the others and the damaged one (its path and the error), ``runs show`` of it says it is damaged and where, and
+    a later ``fit`` on the store warns, skips it for continuity and compares with the run before it."""
+    import shutil
+
+    from lowdens_pipelines.cli import main
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 100)
+    np.save(tmp_path / "X.npy", (rng.normal(size=(300, 4)) + 10.0 * np.eye(3, 4)[y]).astype("f4"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    fit = ["fit", "X.npy", "--n-clusters", "3", "--store", "runs", "--run-id"]
+    assert main([*fit, "good"]) == 0
+    shutil.copytree(tmp_path / "runs" / "good", tmp_path / "runs" / "bad")  # a second run, newer by its name
+    store = RunsStore("runs")
+    bad_url = store.get("bad").url
+    truncate(store, f"{bad_url}/zarr.json")
+    capsys.readouterr()
+
+    assert main(["runs", "list", "--store", "runs"]) == 0
+    listing = capsys.readouterr().out.splitlines()
+    assert listing[0].split("\t") == ["run", "committed", "method", "clusters", "input"]
+    assert listing[1].split("\t")[::2] == ["good", "mdh", "X.npy"]
+    assert listing[2].startswith(f"bad\tdamaged\t{bad_url}/zarr.json: JSONDecodeError: ") and len(listing) == 3
+
+    assert main(["runs", "show", "bad", "--store", "runs"]) == 2
+    assert capsys.readouterr().err.startswith(f"lowdens: error: Run 'bad' is damaged ({bad_url}): {bad_url}/zarr.json")
+
+    assert main([*fit, "next"]) == 0
+    warned = f"lowdens: warning: Skipping the damaged run 'bad' ({bad_url}) for continuity: {bad_url}/zarr.json: "
+    assert any(line.startswith(warned) for line in capsys.readouterr().err.splitlines())
+    assert store.get("next").attrs["metrics"]["stability"]["previous_run"] == "good"
+    assert [run.run_id for run in store.runs()] == ["next", "good"]
