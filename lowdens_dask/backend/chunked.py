@@ -289,6 +289,23 @@ def _chunk_weight_below(x: np.ndarray, path: tuple, v: np.ndarray, b: float) -> 
     return float((rows @ v < b).sum())
 
 
+def _chunk_gap(x: np.ndarray, path: tuple, v: np.ndarray, b: float):
+    rows, _ = _node_rows(x, path)
+    p = rows @ v
+    below = p < b
+    lo = p[below].max() if below.any() else -np.inf
+    hi = p[~below].min() if not below.all() else np.inf
+    return lo, hi, np.abs(rows).max(axis=0, initial=0.0)
+
+
+def _combine_gaps(*parts):
+    return (
+        max(part[0] for part in parts),
+        min(part[1] for part in parts),
+        np.maximum.reduce([part[2] for part in parts]),
+    )
+
+
 def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray) -> np.ndarray:
     rows, _ = _node_rows(x, path)
     rows = rows - mean
@@ -578,6 +595,16 @@ class ChunkedNode:
     def weight_below(self, v: np.ndarray, b: float) -> float:
         """Total weight of the rows with ``x @ v < b`` (one pass)."""
         return self._pass(_chunk_weight_below, np.asarray(v, dtype=np.float64), float(b))
+
+    def gap_around(self, v: np.ndarray, b: float) -> tuple[float, float, np.ndarray]:
+        """As :meth:`InMemoryData.gap_around <lowdens_dask.backend.InMemoryData.gap_around>` (one pass)."""
+        self.counter.add()
+        v = np.asarray(v, dtype=np.float64)
+        name = f"lowdens-gap-{dask.base.tokenize(self.token, v, b)[:12]}"
+        path, v = _as_literals(self.path, v)
+        chunks = [(_chunk_gap, blk, path, (v, float(b))) for blk in self.blocks]
+        lo, hi, colmax = map_reduce(name, _apply_to_block, chunks, _combine_gaps)
+        return float(lo), float(hi), colmax
 
     def projections(self, U: np.ndarray, offset: np.ndarray | None = None) -> Projections:
         """``X_node @ U - offset`` for a block of directions U (d, k), held in chunks."""

@@ -61,9 +61,10 @@ import numpy as np
 import zarr
 from sklearn.utils import check_random_state
 
+from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array
 from ..backend.chunked import ChunkedNode, PassCounter, Summary, default_max_node_bytes
-from ..backend.frame import Frame
+from ..backend.frame import Frame, column_frame
 from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -303,15 +304,42 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route, fit_rows=None):
 
 
 def exact_frame(est, root: ChunkedNode) -> tuple[ChunkedNode, Frame]:
-    """The chunked rows in the frame exact mode fits them in: ``(root, frame)``, z-scored lazily as by
-    ``_validation.standardisation`` (divisor n - 1; constant columns keep scale 1) if ``est.standardize``,
-    else unchanged with the identity frame."""
-    if not est.standardize:
-        return root, Frame()
+    """The chunked rows in the frame exact mode fits them in: ``(root, frame)``, as :func:`rows_frame` puts rows in
+    memory (z-scored lazily if ``est.standardize``, divisor n - 1; columns constant up to rounding set aside);
+    the rows themselves with the identity frame when neither applies. Column means and variances come from
+    the root's first two passes, which the root's principal components reuse."""
     mean = root.mean()
-    scale = np.sqrt(np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0))
-    scale[scale == 0] = 1.0
-    return ChunkedNode((root.X - mean) / scale, counter=root.counter), Frame(mean, scale)
+    var = np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0)
+    frame, constant = column_frame(mean, var, root.total_weight, est.standardize)
+    _warn_constant(constant & (var > 0))
+    if frame.mean is None:
+        return root, frame
+    return ChunkedNode((root.X - frame.mean) / frame.scale, counter=root.counter), frame
+
+
+def rows_frame(X: np.ndarray, weights: np.ndarray, standardize: bool) -> tuple[Frame, np.ndarray]:
+    """The frame rows in memory are fitted in, and the mask of their constant columns: weighted column means
+    and variances (divisor W - 1) through :func:`~lowdens_dask.backend.frame.column_frame`, with W the total
+    weight (the rows a summary stands for), as exact mode does on chunks."""
+    total = float(weights.sum())
+    mean = weights @ X / total
+    var = weights @ (X - mean) ** 2 / max(total - 1.0, 1.0)
+    frame, constant = column_frame(mean, var, total, standardize)
+    _warn_constant(constant & (np.ptp(X[weights > 0], axis=0) > 0))
+    return frame, constant
+
+
+def _warn_constant(rounding: np.ndarray) -> None:
+    """Warn about the columns that vary, but only within rounding error of their values (exactly constant
+    columns are reported by the input checks)."""
+    rounding = np.flatnonzero(rounding)
+    if rounding.size:
+        warn(
+            f"X has {rounding.size} column(s) whose spread is within rounding error of their values (indices "
+            f"{rounding[:10].tolist()}{'...' if rounding.size > 10 else ''}: the variance is within the error "
+            "bound of a float64 variance, scikit-learn's rule for StandardScaler); they are treated as constant "
+            "and do not affect the splits."
+        )
 
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:
