@@ -11,133 +11,22 @@ of a sharded array) for reads, and label writes use the same row chunks.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import dask
 import dask.array as da
 import numpy as np
-import zarr
 from scipy.linalg import eigh
 
 from ..kernels.summaries import microclusters
 from .memory import InMemoryData
+from .zarr_input import ChunkReadError, as_dask_array  # noqa: F401 (their home before zarr_input.py)
 
 #: Partial results are combined in groups of this size (the fan-in of the tree reduction).
 FAN_IN = 8
-
-
-class ChunkReadError(OSError):
-    """A chunk of a zarr store could not be read or decoded (truncated, overwritten, or a codec error)."""
-
-
-def as_dask_array(
-    X: Any, *, array_name: str | None = None, storage_options: dict | None = None, missing_chunks: str = "raise"
-) -> da.Array:
-    """A 2-D, row-chunked Dask array for a Dask array, a zarr array, or a zarr path / fsspec URL.
-
-    For zarr input the row chunks are the store's chunks, or its shards when it is sharded; the
-    feature axis is one chunk. ``array_name`` selects an array inside a zarr group.
-
-    Storage integrity (zarr input): every chunk of the array's grid must be present in the store, since
-    zarr reads a missing one as the fill value; a missing chunk raises a ``ValueError`` that names them,
-    unless ``missing_chunks="fill"`` (a sparse store whose unwritten chunks are meant as the fill value).
-    A chunk that cannot be decoded raises :class:`ChunkReadError` naming the store and the chunk.
-    """
-    if missing_chunks not in ("raise", "fill"):
-        raise ValueError(f"missing_chunks must be 'raise' or 'fill'; got {missing_chunks!r}.")
-    if isinstance(X, da.Array):
-        arr = X
-    else:
-        if isinstance(X, (str, os.PathLike)):
-            X = _open_zarr_array(os.fspath(X), array_name, storage_options)
-        if not isinstance(X, zarr.Array):
-            raise TypeError(f"Expected a dask array, a zarr array or a zarr path; got {type(X).__name__}.")
-        if X.ndim != 2:
-            raise ValueError(f"The zarr array must be 2-D (rows, features); it has shape {X.shape}.")
-        if missing_chunks == "raise":
-            _check_chunks_present(X)
-        rows = (X.shards or X.chunks)[0]
-        reader = _CheckedZarrReader(X)
-        arr = da.from_array(reader, chunks=(rows, X.shape[1]), name=f"from-zarr-{dask.base.tokenize(reader)}")
-    if arr.ndim != 2:
-        raise ValueError(f"X must be 2-D (rows, features); got shape {arr.shape}.")
-    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise ValueError(f"X must hold real numbers; its dtype is {arr.dtype}.")
-    if any(np.isnan(c) for c in arr.chunks[0]):
-        raise ValueError("X has unknown chunk sizes; call X.compute_chunk_sizes() first.")
-    if len(arr.chunks[1]) > 1:
-        arr = arr.rechunk({1: arr.shape[1]})
-    return arr
-
-
-def _open_zarr_array(path: str, array_name: str | None, storage_options: dict | None) -> zarr.Array:
-    node = zarr.open(store=path, mode="r", storage_options=storage_options)
-    if not isinstance(node, zarr.Group):
-        return node
-    names = sorted(name for name, _ in node.arrays())
-    if not names:
-        raise ValueError(f"The zarr group at {path!r} holds no array.")
-    if array_name is None:
-        if len(names) != 1:
-            raise ValueError(
-                f"The zarr group at {path!r} holds several arrays, {names}; give the array's path, "
-                f"for example {path.rstrip('/') + '/' + names[0]!r}."
-            )
-        array_name = names[0]
-    if array_name not in names:
-        raise ValueError(f"The zarr group at {path!r} has no array {array_name!r}; it holds {names}.")
-    return node[array_name]
-
-
-def _store_name(arr: zarr.Array) -> str:
-    return str(arr.store_path)
-
-
-def _check_chunks_present(arr: zarr.Array) -> None:
-    """Raise if a chunk (or shard) of the array's grid is not in the store (zarr would read it as fill)."""
-    from zarr.core.array import _shards_initialized
-    from zarr.core.sync import sync
-
-    present = set(sync(_shards_initialized(arr._async_array)))
-    grid = [range(-(-size // step)) for size, step in zip(arr.shape, arr.shards or arr.chunks)]
-    missing = sorted({c[0] for c in itertools.product(*grid) if arr.metadata.encode_chunk_key(c) not in present})
-    if missing:
-        rows = (arr.shards or arr.chunks)[0]
-        spans = ", ".join(f"{i} (rows {i * rows}-{min((i + 1) * rows, arr.shape[0]) - 1})" for i in missing[:10])
-        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-        raise ValueError(
-            f"The zarr array {_store_name(arr)} has {len(missing)} of {len(grid[0])} row chunks missing: {spans}"
-            f"{more}. zarr would read them as the fill value ({np.asarray(arr.fill_value).item()!r}). If the "
-            "store is sparse on purpose, pass lowdens_dask.backend.as_dask_array(X, missing_chunks='fill') as X."
-        )
-
-
-class _CheckedZarrReader:
-    """A zarr array for ``da.from_array`` whose read errors name the store and the row chunk."""
-
-    def __init__(self, arr: zarr.Array):
-        self.array = arr
-        self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, arr.ndim
-        self.rows = (arr.shards or arr.chunks)[0]
-
-    def __dask_tokenize__(self):
-        return ("lowdens-zarr", _store_name(self.array), self.shape, str(self.dtype), self.rows)
-
-    def __getitem__(self, key):
-        try:
-            return self.array[key]
-        except Exception as exc:
-            rows = key[0] if isinstance(key, tuple) else key
-            start = (rows.start or 0) if isinstance(rows, slice) else 0
-            chunk = start // self.rows
-            raise ChunkReadError(
-                f"Reading row chunk {chunk} (rows from {start}) of the zarr array {_store_name(self.array)} "
-                f"failed: {type(exc).__name__}: {exc}"
-            ) from exc
 
 
 @functools.cache

@@ -62,7 +62,7 @@ import zarr
 from sklearn.utils import check_random_state
 
 from .._warnings import warn
-from ..backend import ChunkedData, as_dask_array
+from ..backend import ChunkedData, as_dask_array, write_integrity_manifest
 from ..backend.chunked import ChunkedNode, PassCounter, Summary, default_max_node_bytes
 from ..backend.frame import Frame, column_frame
 from ..tree import ClusterTree
@@ -210,8 +210,9 @@ LABELS_CODEC = {"cname": "lz4", "clevel": 1, "shuffle": "bitshuffle"}
 
 
 def store_labels(est, labels: da.Array) -> da.Array:
-    """Write the labels to ``est.labels_store`` (same row chunks) and return them from there, or keep
-    them lazy when no store is given."""
+    """Write the labels to ``est.labels_store`` (same row chunks), with a lowdens integrity manifest
+    (:func:`~lowdens_dask.backend.write_integrity_manifest`), and return them from there, or keep them lazy when
+    no store is given."""
     if est.labels_store is None:
         return labels
     labels.to_zarr(
@@ -220,6 +221,8 @@ def store_labels(est, labels: da.Array) -> da.Array:
         overwrite=True,
         compressors=[zarr.codecs.BloscCodec(**LABELS_CODEC)],
     )
+    # zarr writes no chunk of label 0 only (the fill value): the manifest tells those from chunks lost later
+    write_integrity_manifest(est.labels_store, storage_options=est.storage_options)
     return da.from_zarr(os.fspath(est.labels_store), storage_options=est.storage_options)
 
 
