@@ -2,6 +2,7 @@
 that agree, zarr stores read as zarr means them, and fits that fail instead of waiting."""
 
 import warnings
+from types import SimpleNamespace
 
 import dask.array as da
 import numpy as np
@@ -9,8 +10,20 @@ import pytest
 import zarr
 from sklearn.metrics import adjusted_rand_score
 
-from lowdens_dask import MSC, PDDP, MCClustering, MDHClustering, NCutClustering
+from lowdens_dask import (
+    IPDDP,
+    MSC,
+    PDDP,
+    ClusterTree,
+    DePDDP,
+    MCClustering,
+    MDHClustering,
+    NCutClustering,
+    SCPPClustering,
+)
 from lowdens_dask.backend import INTEGRITY_ATTRIBUTE, as_dask_array, write_integrity_manifest
+from lowdens_dask.estimators._scale_out import merge_unreached_leaves
+from lowdens_dask.tree import HyperplaneRule
 
 
 def _rounding_level_rows(n: int = 300) -> tuple[np.ndarray, np.ndarray]:
@@ -108,3 +121,36 @@ def test_point17_truncated_input_metadata_names_the_damaged_store(tmp_path):
             MDHClustering(n_clusters=2).fit(str(tmp_path / target))
         assert str(tmp_path / target.split("/")[0]) in str(err.value) and "zarr.json" in str(err.value)
         (tmp_path / meta).write_bytes(text)
+
+
+@pytest.mark.parametrize(
+    "cls", [MDHClustering, PDDP, NCutClustering, SCPPClustering, DePDDP, IPDDP, MCClustering], ids=lambda c: c.__name__
+)
+def test_point14_summary_mode_reports_only_leaves_that_rows_reach(cls, tmp_path_factory):
+    """Issue 22, point 14: two tight groups in 17-row zarr chunks, n_clusters=3, summary mode: n_clusters_ equals the
+    number of distinct labels (chunks that small gave one microcluster each, some averaging both groups)."""
+    path = tmp_path_factory.getbasetemp() / "two-groups-17-row-chunks.zarr"
+    if not path.exists():
+        rng = np.random.default_rng(0)
+        X = np.vstack([rng.normal(size=(150, 2)) * 0.1, rng.normal(size=(150, 2)) * 0.1 + [10.0, 0.0]])
+        zarr.create_array(str(path), data=X, chunks=(17, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # a forced split, for dePDDP
+        model = cls(n_clusters=3, random_state=0).fit(str(path))
+    labels = model.labels_.compute()
+    assert np.unique(labels).tolist() == list(range(model.n_clusters_))
+
+
+def test_point14_a_leaf_no_row_reaches_is_merged_back():
+    """Issue 22, point 14: a leaf that no microcluster's representative row reaches is merged back into its parent
+    (the sibling's split takes the parent's place), with a warning; labels stay 0..n_clusters_-1."""
+    tree = ClusterTree(1, "pddp")
+    tree.add_rule_split(0, "pddp", HyperplaneRule([1.0], 0.0), (10, 20), {}, {})
+    tree.add_rule_split(2, "pddp", HyperplaneRule([1.0], 5.0), (5, 15), {}, {})
+    tree.add_rule_split(4, "pddp", HyperplaneRule([1.0], 9.0), (7, 8), {}, {})
+    model = SimpleNamespace(tree_=tree, n_clusters_=4)
+    with pytest.warns(UserWarning, match=r"1 split\(s\) made a cluster that no row reaches"):
+        merge_unreached_leaves(model, np.array([[-1.0], [8.0], [10.0]]))  # none in [0, 5)
+    assert model.n_clusters_ == tree.n_leaves == 3
+    assert tree.predict(np.array([[-1.0], [2.0], [8.0], [10.0]])).tolist() == [0, 1, 1, 2]
+    assert tree.nodes[2].rule == HyperplaneRule([1.0], 9.0) and tree.nodes[5].depth == 2

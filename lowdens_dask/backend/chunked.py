@@ -61,6 +61,8 @@ class Summary(NamedTuple):
     data: InMemoryData  #: microcluster means weighted by row counts, with per-dimension spread
     n_rows: int  #: rows read
     n_nonfinite: int  #: rows with NaN or inf, left out of the summary
+    #: each microcluster's member row nearest to its mean, in the data's dtype: rows the label pass will route
+    representatives: np.ndarray | None = None
 
 
 def _chunk_microclusters(x: np.ndarray, rows_per_microcluster: float, max_per_chunk: int, seed: int):
@@ -71,13 +73,42 @@ def _chunk_microclusters(x: np.ndarray, rows_per_microcluster: float, max_per_ch
         n_nonfinite = int(n - finite.sum())
         x = x[finite]
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
-    counts, means, spread = microclusters(x, k, seed)
-    return counts, means, spread, n, n_nonfinite
+    counts, means, spread, representatives = microclusters(x, k, seed, representatives=True)
+    return counts, means, spread, representatives, n, n_nonfinite
 
 
 def _concat_summaries(*parts):
-    arrays = tuple(np.concatenate([p[j] for p in parts]) for j in range(3))
-    return (*arrays, sum(p[3] for p in parts), sum(p[4] for p in parts))
+    """Chunk summaries combined: their arrays concatenated, their counts added."""
+    return tuple(
+        np.concatenate([p[j] for p in parts]) if isinstance(parts[0][j], np.ndarray) else sum(p[j] for p in parts)
+        for j in range(len(parts[0]))
+    )
+
+
+#: Summary mode reads row chunks smaller than ``rows_per_microcluster * max_per_chunk`` rows in groups of
+#: consecutive chunks of at least that many rows (and of at most this many bytes, or the largest chunk's):
+#: a chunk of fewer than about twice ``rows_per_microcluster`` rows gets one or two microclusters, which then
+#: average rows of different clusters (a microcluster between two groups, that no row lies near).
+SUMMARY_BLOCK_BYTES = 32 * 2**20
+
+
+def summary_blocks(chunks: Sequence[int], min_rows: int, row_bytes: int) -> tuple[int, ...]:
+    """Row chunking of the summarising pass: consecutive chunks grouped until a group holds ``min_rows`` rows,
+    within ``max(SUMMARY_BLOCK_BYTES, largest chunk)`` bytes; a short last group joins the one before."""
+    cap = max(SUMMARY_BLOCK_BYTES // max(row_bytes, 1), max(chunks, default=0))
+    groups: list[int] = []
+    current = 0
+    for rows in chunks:
+        if current and (current >= min_rows or current + rows > cap):
+            groups.append(current)
+            current = 0
+        current += rows
+    if current:
+        if groups and current < min_rows and groups[-1] + current <= cap:
+            groups[-1] += current
+        else:
+            groups.append(current)
+    return tuple(groups)
 
 
 class ChunkedData:
@@ -95,18 +126,25 @@ class ChunkedData:
         self._token = dask.base.tokenize(X)[:8]
 
     def summarise(self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0) -> Summary:
-        """One pass: chunk-local k-means microclusters and a count of rows with NaN/inf.
+        """One pass: chunk-local k-means microclusters, each with its member row nearest to its mean, and a count
+        of rows with NaN/inf.
 
-        Each chunk gets ``min(ceil(rows / rows_per_microcluster), max_per_chunk)`` microclusters.
+        Each chunk gets ``min(ceil(rows / rows_per_microcluster), max_per_chunk)`` microclusters; chunks below
+        ``rows_per_microcluster * max_per_chunk`` rows are summarised in groups (:func:`summary_blocks`).
         """
+        rows = summary_blocks(
+            self.X.chunks[0], int(np.ceil(rows_per_microcluster * max_per_chunk)), self.n_features * self.X.itemsize
+        )
+        X = self.X if rows == self.X.chunks[0] else self.X.rechunk({0: rows})
         rng = np.random.default_rng(seed)
-        seeds = rng.integers(0, 2**31 - 1, size=self.X.numblocks[0])
-        blocks = self.X.to_delayed().ravel()
+        seeds = rng.integers(0, 2**31 - 1, size=X.numblocks[0])
+        blocks = X.to_delayed().ravel()
         chunks = [(block, rows_per_microcluster, max_per_chunk, int(s)) for block, s in zip(blocks, seeds)]
-        counts, means, spread, n_rows, n_nonfinite = map_reduce(
+        counts, means, spread, representatives, n_rows, n_nonfinite = map_reduce(
             f"lowdens-summarise-{self._token}", _chunk_microclusters, chunks, _concat_summaries
         )
-        return Summary(InMemoryData(means, counts, spread / means.shape[1]), int(n_rows), int(n_nonfinite))
+        data = InMemoryData(means, counts, spread / means.shape[1])
+        return Summary(data, int(n_rows), int(n_nonfinite), representatives)
 
     def label_rows(self, labeler: Callable, *args, labels_nonfinite: bool = False) -> da.Array:
         """Lazy int64 labels with X's row chunks: ``labeler(rows, *args)`` on each chunk's finite rows,

@@ -244,6 +244,7 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     summarised = time.perf_counter()
     rows = ChunkedNode(arr) if getattr(est, "refine", 0) else None
     fit_rows(summary.data.X, summary.data.weights, summary.data.spread, rows)
+    merge_unreached_leaves(est, summary.representatives)
     grown = time.perf_counter()
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
@@ -259,6 +260,35 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     counter.add(1 + (est.labels_store is not None and is_chunked_input(X)))  # the summary; the labels written
     record_passes(est, counter)
     return est
+
+
+def merge_unreached_leaves(est, representatives: np.ndarray) -> None:
+    """Undo each split of ``est.tree_`` that made a leaf no microcluster's representative row reaches (with a
+    warning), and set ``n_clusters_`` to the leaves left.
+
+    A leaf of a tree grown on microclusters may hold only microclusters whose rows lie elsewhere (a microcluster
+    averaging rows of two groups lies between them): no row would be labelled there, and ``n_clusters_`` would
+    count a cluster that ``labels_`` never holds. Each microcluster's representative is its member row nearest to
+    its mean, routed as the label pass routes rows: a leaf it reaches gets that row's label, so every leaf left
+    is a label of ``labels_``."""
+    tree = getattr(est, "tree_", None)
+    if not isinstance(tree, ClusterTree) or representatives is None or not len(representatives):
+        return
+    merged = 0
+    while tree.n_leaves > 1:
+        reached = set(np.unique(tree.apply(representatives)).tolist())
+        unreached = [leaf for leaf in tree.leaves() if leaf.id not in reached]
+        if not unreached:
+            break
+        tree.merge_leaf(unreached[0])
+        merged += 1
+    if merged:
+        warn(
+            f"Summary mode: {merged} split(s) made a cluster that no row reaches (its microclusters averaged rows of "
+            f"other clusters), so they were undone: {tree.n_leaves} clusters are left. Smaller rows_per_microcluster, "
+            "larger chunks or mode='exact' avoid this."
+        )
+    est.n_clusters_ = tree.n_leaves
 
 
 def record_passes(est, counter: PassCounter) -> None:
