@@ -94,7 +94,10 @@ SUMMARY_BLOCK_BYTES = 32 * 2**20
 
 def summary_blocks(chunks: Sequence[int], min_rows: int, row_bytes: int) -> tuple[int, ...]:
     """Row chunking of the summarising pass: consecutive chunks grouped until a group holds ``min_rows`` rows,
-    within ``max(SUMMARY_BLOCK_BYTES, largest chunk)`` bytes; a short last group joins the one before."""
+    within ``max(SUMMARY_BLOCK_BYTES, largest chunk)`` bytes; a short last group joins the one before. Chunks that
+    all hold ``min_rows`` rows but the last (the chunking of in-memory input) are kept as they are."""
+    if all(rows >= min_rows for rows in chunks[:-1]):
+        return tuple(chunks)
     cap = max(SUMMARY_BLOCK_BYTES // max(row_bytes, 1), max(chunks, default=0))
     groups: list[int] = []
     current = 0
