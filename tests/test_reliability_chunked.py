@@ -4,6 +4,7 @@ that agree, zarr stores read as zarr means them, and fits that fail instead of w
 import warnings
 from types import SimpleNamespace
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from lowdens_dask import (
     SCPPClustering,
 )
 from lowdens_dask.backend import INTEGRITY_ATTRIBUTE, as_dask_array, write_integrity_manifest
+from lowdens_dask.backend.workers import WorkerMemoryError
 from lowdens_dask.estimators._scale_out import merge_unreached_leaves
 from lowdens_dask.tree import HyperplaneRule
 
@@ -154,3 +156,25 @@ def test_point14_a_leaf_no_row_reaches_is_merged_back():
     assert model.n_clusters_ == tree.n_leaves == 3
     assert tree.predict(np.array([[-1.0], [2.0], [8.0], [10.0]])).tolist() == [0, 1, 1, 2]
     assert tree.nodes[2].rule == HyperplaneRule([1.0], 9.0) and tree.nodes[5].depth == 2
+
+
+def test_point18_workers_too_small_fail_instead_of_waiting():
+    """Issue 22, point 18: workers whose start-up footprint is above their pause threshold get a WorkerMemoryError
+    naming the limit and the footprint, at once; and a pass whose workers all stay paused, with no task running,
+    is cancelled after lowdens.worker-paused-timeout instead of waiting forever."""
+    import psutil
+    from distributed import Client, LocalCluster
+    from distributed.core import Status
+
+    X = da.from_array(np.random.default_rng(0).normal(size=(400, 3)), chunks=(100, 3))
+    footprint = psutil.Process().memory_info().rss  # in-process workers measure this process
+    small = {"n_workers": 2, "threads_per_worker": 1, "processes": False, "dashboard_address": None}
+    with LocalCluster(memory_limit=int(footprint / 2), **small) as cluster, Client(cluster):
+        with pytest.raises(WorkerMemoryError, match=r"memory_limit=.* start-up footprint .* is already") as err:
+            MDHClustering(n_clusters=2, random_state=0).fit(X)
+        assert "pauses it at 80%" in str(err.value)
+    with LocalCluster(memory_limit=0, **small) as cluster, Client(cluster) as client:
+        client.run(lambda dask_worker: setattr(dask_worker, "status", Status.paused))
+        with dask.config.set({"lowdens.worker-paused-timeout": "2s"}):
+            with pytest.raises(WorkerMemoryError, match="paused for memory, with no task running"):
+                PDDP(n_clusters=2, mode="exact").fit(X)

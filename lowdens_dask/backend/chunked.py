@@ -23,6 +23,7 @@ from scipy.linalg import eigh
 
 from ..kernels.summaries import microclusters
 from .memory import InMemoryData
+from .workers import compute
 from .zarr_input import ChunkReadError, as_dask_array  # noqa: F401 (their home before zarr_input.py)
 
 #: Partial results are combined in groups of this size (the fan-in of the tree reduction).
@@ -52,7 +53,7 @@ def map_reduce(name: str, fn: Callable, chunk_args: Sequence[tuple], combine: Ca
     """``combine`` of ``fn(*args)`` over the chunks' argument tuples: one named task per chunk
     (``<name>-<i>``) and a tree reduction, computed at once."""
     partial = [_delayed(fn)(*args, dask_key_name=f"{name}-{i}") for i, args in enumerate(chunk_args)]
-    return dask.compute(tree_reduce(partial, combine, name))[0]
+    return compute(tree_reduce(partial, combine, name))[0]
 
 
 class Summary(NamedTuple):

@@ -65,6 +65,7 @@ from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array, write_integrity_manifest
 from ..backend.chunked import ChunkedNode, PassCounter, Summary, default_max_node_bytes
 from ..backend.frame import Frame, column_frame
+from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -236,6 +237,7 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     if sample_weight is not None:
         raise ValueError("sample_weight is not supported in summary mode (the summary carries the weights).")
     arr = as_chunked(est, X)
+    check_worker_memory(chunk_bytes(arr))
     if is_small_input(arr):
         return fit_small_input(est, arr, is_chunked_input(X), fit_rows, route, summary=True)
     est.n_features_in_ = arr.shape[1]
@@ -321,6 +323,7 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route, fit_rows=None):
                 f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
             )
     arr = as_dask_array(X, storage_options=est.storage_options)
+    check_worker_memory(chunk_bytes(arr))
     if is_small_input(arr):
         fit_rows = est._fit_rows if fit_rows is None else fit_rows
         return fit_small_input(est, arr, True, fit_rows, route, summary=False)

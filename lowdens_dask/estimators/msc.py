@@ -24,6 +24,7 @@ from .._warnings import warn
 from ..backend import as_dask_array
 from ..backend.chunked import map_reduce
 from ..backend.frame import CONSTANT_SCALE, constant_columns
+from ..backend.workers import check_worker_memory, chunk_bytes
 from ..pursuit.msc import (
     METRICS,
     WEIGHTS,
@@ -444,6 +445,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
                 "(solver='auto' or 'landmarks'), or on microclusters in memory with mode='summary'."
             )
         arr = as_dask_array(X, storage_options=self.storage_options)
+        check_worker_memory(chunk_bytes(arr))
         if is_small_input(arr):  # read into memory and fitted as rows (see _scale_out)
             return fit_small_input(self, arr, True, self._fit_rows, lambda a: route_rows(self.tree_, a), summary=False)
         self.n_features_in_ = arr.shape[1]
