@@ -75,8 +75,18 @@ def _worker_memory(dask_worker) -> tuple[float | None, float | bool, int, int]:
         manager.memory_limit,
         manager.memory_pause_fraction,
         dask_worker.monitor.get_process_memory(),
-        (dask_worker.state.nthreads),
+        dask_worker.state.nthreads,
     )
+
+
+def _ask_workers(client) -> dict | None:
+    """:func:`_worker_memory` of the workers that answer, or None when none does (each was lost meanwhile)."""
+    try:
+        answers = client.run(_worker_memory, on_error="return")
+    except OSError:
+        return None
+    workers = {address: answer for address, answer in answers.items() if not isinstance(answer, BaseException)}
+    return workers or None
 
 
 def check_worker_memory(chunk_bytes: float) -> None:
@@ -85,15 +95,19 @@ def check_worker_memory(chunk_bytes: float) -> None:
     client = active_client()
     if client is None:
         return
-    limits = sorted({format_bytes(w["memory_limit"] or 0) for w in client.scheduler_info()["workers"].values()})
-    try:
-        workers = client.run(_worker_memory)
-    except OSError as exc:  # a worker lost while loading (its nanny restarts it above 95% of its memory_limit)
+    known = client.scheduler_info()["workers"]
+    if not known:  # no worker yet (an adaptive cluster): nothing to measure
+        return
+    limits = sorted({format_bytes(w["memory_limit"] or 0) for w in known.values()})
+    workers = _ask_workers(client)
+    if workers is None:
+        workers = _ask_workers(client)  # a worker lost at that moment (killed, restarting) is not an answer
+    if workers is None:
         raise WorkerMemoryError(
-            f"A Dask worker was lost while loading what the fit's tasks need (numpy, scipy, numba and the compiled "
-            f"kernels; {type(exc).__name__}: {exc}): a nanny restarts a worker above 95% of its memory_limit (here "
-            f"{', '.join(limits)}). Give the workers a larger memory_limit."
-        ) from exc
+            "The Dask workers were lost twice while loading what the fit's tasks need (numpy, scipy, numba and the "
+            f"compiled kernels): a nanny restarts a worker above 95% of its memory_limit (here {', '.join(limits)}). "
+            "Give the workers a larger memory_limit."
+        )
     problems = {}
     for address, (limit, pause, rss, threads) in workers.items():
         if not limit:
