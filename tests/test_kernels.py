@@ -289,3 +289,18 @@ def test_kmeanspp_seeding_matches_numpy_reference(dtype):
     # a far, small group gets a seed: 20 rows at distance 50 among 2000
     x = np.vstack([rng.normal(size=(1980, 4)), rng.normal(size=(20, 4)) + 50]).astype(dtype)
     assert (kmeanspp_indices(x, rng.random(8)) >= 1980).any()
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "rbf-distance", "euclidean"])
+def test_kernel_expansion_matches_numpy_reference(kernel):
+    """Issue 22, point 10: the row-by-row kernel expansion equals its numpy twin, one row (and a 1-row block) too."""
+    from lowdens_dask.kernels.expansion import KINDS, expansion_values, expansion_values_reference
+
+    rng = np.random.default_rng(0)
+    X, S, coef = rng.normal(size=(60, 3)), rng.normal(size=(7, 3)), rng.normal(size=7)
+    inv_scale = 1.0 / np.array([0.5, 2.0, 1e300])
+    S = S * inv_scale
+    args = (coef, 0.25, KINDS[kernel], 0.7)
+    f = expansion_values(X, inv_scale, np.ascontiguousarray(S.T), *args, np.empty(60))
+    np.testing.assert_allclose(f, expansion_values_reference(X, inv_scale, S, *args), rtol=1e-12, atol=1e-12)
+    assert expansion_values(X[5:6], inv_scale, np.ascontiguousarray(S.T), *args, np.empty(1))[0] == f[5]

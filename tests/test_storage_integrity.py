@@ -1,4 +1,6 @@
-"""Issue 9, defect 6: damaged zarr stores fail loudly, naming the store and the chunk."""
+"""Issue 9, defect 6: damaged zarr stores fail loudly, naming the store and the chunk. A missing chunk is damage
+when the array carries a lowdens integrity manifest (issue 22, point 12: zarr itself leaves fill-value chunks
+unwritten), or with missing_chunks="raise"."""
 
 import os
 
@@ -7,7 +9,7 @@ import pytest
 import zarr
 
 from lowdens_dask import MDHClustering
-from lowdens_dask.backend import ChunkReadError, as_dask_array
+from lowdens_dask.backend import ChunkReadError, as_dask_array, write_integrity_manifest
 
 
 @pytest.fixture
@@ -18,7 +20,7 @@ def data():
 
 def test_a_deleted_chunk_is_refused_naming_it(data, tmp_path):
     path = tmp_path / "X.zarr"
-    zarr.create_array(str(path), data=data, chunks=(200, 3))
+    write_integrity_manifest(zarr.create_array(str(path), data=data, chunks=(200, 3)))
     os.remove(path / "c" / "3" / "0")
     with pytest.raises(ValueError, match=r"1 of 10 row chunks missing: 3 \(rows 600-799\)") as err:
         MDHClustering(n_clusters=2, random_state=0).fit(str(path))
@@ -32,13 +34,14 @@ def test_a_deleted_chunk_is_refused_naming_it(data, tmp_path):
 
 def test_a_missing_shard_and_a_missing_column_chunk_are_found(data, tmp_path):
     sharded = zarr.create_array(str(tmp_path / "s.zarr"), data=data, chunks=(100, 3), shards=(500, 3))
+    write_integrity_manifest(sharded)
     os.remove(tmp_path / "s.zarr" / "c" / "2" / "0")
     with pytest.raises(ValueError, match=r"1 of 4 row chunks missing: 2 \(rows 1000-1499\)"):
         as_dask_array(sharded)
     zarr.create_array(str(tmp_path / "c.zarr"), data=data, chunks=(500, 2), zarr_format=2)
     os.remove(tmp_path / "c.zarr" / "3.1")
     with pytest.raises(ValueError, match=r"1 of 4 row chunks missing: 3 \(rows 1500-1999\)"):
-        as_dask_array(str(tmp_path / "c.zarr"))
+        as_dask_array(str(tmp_path / "c.zarr"), missing_chunks="raise")  # no manifest: every chunk asked for
 
 
 def test_a_corrupt_chunk_names_the_store_and_the_chunk(data, tmp_path):

@@ -1,6 +1,14 @@
 """Data layer: the few operations projection pursuit needs, over in-memory and row-chunked (Dask) data."""
 
-from .chunked import ChunkedData, ChunkReadError, as_dask_array
+from .chunked import ChunkedData
 from .memory import InMemoryData
+from .zarr_input import INTEGRITY_ATTRIBUTE, ChunkReadError, as_dask_array, write_integrity_manifest
 
-__all__ = ["ChunkReadError", "ChunkedData", "InMemoryData", "as_dask_array"]
+__all__ = [
+    "INTEGRITY_ATTRIBUTE",
+    "ChunkReadError",
+    "ChunkedData",
+    "InMemoryData",
+    "as_dask_array",
+    "write_integrity_manifest",
+]

@@ -11,133 +11,23 @@ of a sharded array) for reads, and label writes use the same row chunks.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import dask
 import dask.array as da
 import numpy as np
-import zarr
 from scipy.linalg import eigh
 
 from ..kernels.summaries import microclusters
 from .memory import InMemoryData
+from .workers import compute
+from .zarr_input import ChunkReadError, as_dask_array  # noqa: F401 (their home before zarr_input.py)
 
 #: Partial results are combined in groups of this size (the fan-in of the tree reduction).
 FAN_IN = 8
-
-
-class ChunkReadError(OSError):
-    """A chunk of a zarr store could not be read or decoded (truncated, overwritten, or a codec error)."""
-
-
-def as_dask_array(
-    X: Any, *, array_name: str | None = None, storage_options: dict | None = None, missing_chunks: str = "raise"
-) -> da.Array:
-    """A 2-D, row-chunked Dask array for a Dask array, a zarr array, or a zarr path / fsspec URL.
-
-    For zarr input the row chunks are the store's chunks, or its shards when it is sharded; the
-    feature axis is one chunk. ``array_name`` selects an array inside a zarr group.
-
-    Storage integrity (zarr input): every chunk of the array's grid must be present in the store, since
-    zarr reads a missing one as the fill value; a missing chunk raises a ``ValueError`` that names them,
-    unless ``missing_chunks="fill"`` (a sparse store whose unwritten chunks are meant as the fill value).
-    A chunk that cannot be decoded raises :class:`ChunkReadError` naming the store and the chunk.
-    """
-    if missing_chunks not in ("raise", "fill"):
-        raise ValueError(f"missing_chunks must be 'raise' or 'fill'; got {missing_chunks!r}.")
-    if isinstance(X, da.Array):
-        arr = X
-    else:
-        if isinstance(X, (str, os.PathLike)):
-            X = _open_zarr_array(os.fspath(X), array_name, storage_options)
-        if not isinstance(X, zarr.Array):
-            raise TypeError(f"Expected a dask array, a zarr array or a zarr path; got {type(X).__name__}.")
-        if X.ndim != 2:
-            raise ValueError(f"The zarr array must be 2-D (rows, features); it has shape {X.shape}.")
-        if missing_chunks == "raise":
-            _check_chunks_present(X)
-        rows = (X.shards or X.chunks)[0]
-        reader = _CheckedZarrReader(X)
-        arr = da.from_array(reader, chunks=(rows, X.shape[1]), name=f"from-zarr-{dask.base.tokenize(reader)}")
-    if arr.ndim != 2:
-        raise ValueError(f"X must be 2-D (rows, features); got shape {arr.shape}.")
-    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise ValueError(f"X must hold real numbers; its dtype is {arr.dtype}.")
-    if any(np.isnan(c) for c in arr.chunks[0]):
-        raise ValueError("X has unknown chunk sizes; call X.compute_chunk_sizes() first.")
-    if len(arr.chunks[1]) > 1:
-        arr = arr.rechunk({1: arr.shape[1]})
-    return arr
-
-
-def _open_zarr_array(path: str, array_name: str | None, storage_options: dict | None) -> zarr.Array:
-    node = zarr.open(store=path, mode="r", storage_options=storage_options)
-    if not isinstance(node, zarr.Group):
-        return node
-    names = sorted(name for name, _ in node.arrays())
-    if not names:
-        raise ValueError(f"The zarr group at {path!r} holds no array.")
-    if array_name is None:
-        if len(names) != 1:
-            raise ValueError(
-                f"The zarr group at {path!r} holds several arrays, {names}; give the array's path, "
-                f"for example {path.rstrip('/') + '/' + names[0]!r}."
-            )
-        array_name = names[0]
-    if array_name not in names:
-        raise ValueError(f"The zarr group at {path!r} has no array {array_name!r}; it holds {names}.")
-    return node[array_name]
-
-
-def _store_name(arr: zarr.Array) -> str:
-    return str(arr.store_path)
-
-
-def _check_chunks_present(arr: zarr.Array) -> None:
-    """Raise if a chunk (or shard) of the array's grid is not in the store (zarr would read it as fill)."""
-    from zarr.core.array import _shards_initialized
-    from zarr.core.sync import sync
-
-    present = set(sync(_shards_initialized(arr._async_array)))
-    grid = [range(-(-size // step)) for size, step in zip(arr.shape, arr.shards or arr.chunks)]
-    missing = sorted({c[0] for c in itertools.product(*grid) if arr.metadata.encode_chunk_key(c) not in present})
-    if missing:
-        rows = (arr.shards or arr.chunks)[0]
-        spans = ", ".join(f"{i} (rows {i * rows}-{min((i + 1) * rows, arr.shape[0]) - 1})" for i in missing[:10])
-        more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-        raise ValueError(
-            f"The zarr array {_store_name(arr)} has {len(missing)} of {len(grid[0])} row chunks missing: {spans}"
-            f"{more}. zarr would read them as the fill value ({np.asarray(arr.fill_value).item()!r}). If the "
-            "store is sparse on purpose, pass lowdens_dask.backend.as_dask_array(X, missing_chunks='fill') as X."
-        )
-
-
-class _CheckedZarrReader:
-    """A zarr array for ``da.from_array`` whose read errors name the store and the row chunk."""
-
-    def __init__(self, arr: zarr.Array):
-        self.array = arr
-        self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, arr.ndim
-        self.rows = (arr.shards or arr.chunks)[0]
-
-    def __dask_tokenize__(self):
-        return ("lowdens-zarr", _store_name(self.array), self.shape, str(self.dtype), self.rows)
-
-    def __getitem__(self, key):
-        try:
-            return self.array[key]
-        except Exception as exc:
-            rows = key[0] if isinstance(key, tuple) else key
-            start = (rows.start or 0) if isinstance(rows, slice) else 0
-            chunk = start // self.rows
-            raise ChunkReadError(
-                f"Reading row chunk {chunk} (rows from {start}) of the zarr array {_store_name(self.array)} "
-                f"failed: {type(exc).__name__}: {exc}"
-            ) from exc
 
 
 @functools.cache
@@ -163,7 +53,7 @@ def map_reduce(name: str, fn: Callable, chunk_args: Sequence[tuple], combine: Ca
     """``combine`` of ``fn(*args)`` over the chunks' argument tuples: one named task per chunk
     (``<name>-<i>``) and a tree reduction, computed at once."""
     partial = [_delayed(fn)(*args, dask_key_name=f"{name}-{i}") for i, args in enumerate(chunk_args)]
-    return dask.compute(tree_reduce(partial, combine, name))[0]
+    return compute(tree_reduce(partial, combine, name))[0]
 
 
 class Summary(NamedTuple):
@@ -172,6 +62,8 @@ class Summary(NamedTuple):
     data: InMemoryData  #: microcluster means weighted by row counts, with per-dimension spread
     n_rows: int  #: rows read
     n_nonfinite: int  #: rows with NaN or inf, left out of the summary
+    #: each microcluster's member row nearest to its mean, in the data's dtype: rows the label pass will route
+    representatives: np.ndarray | None = None
 
 
 def _chunk_microclusters(x: np.ndarray, rows_per_microcluster: float, max_per_chunk: int, seed: int):
@@ -182,13 +74,45 @@ def _chunk_microclusters(x: np.ndarray, rows_per_microcluster: float, max_per_ch
         n_nonfinite = int(n - finite.sum())
         x = x[finite]
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
-    counts, means, spread = microclusters(x, k, seed)
-    return counts, means, spread, n, n_nonfinite
+    counts, means, spread, representatives = microclusters(x, k, seed, representatives=True)
+    return counts, means, spread, representatives, n, n_nonfinite
 
 
 def _concat_summaries(*parts):
-    arrays = tuple(np.concatenate([p[j] for p in parts]) for j in range(3))
-    return (*arrays, sum(p[3] for p in parts), sum(p[4] for p in parts))
+    """Chunk summaries combined: their arrays concatenated, their counts added."""
+    return tuple(
+        np.concatenate([p[j] for p in parts]) if isinstance(parts[0][j], np.ndarray) else sum(p[j] for p in parts)
+        for j in range(len(parts[0]))
+    )
+
+
+#: Summary mode reads row chunks smaller than ``rows_per_microcluster * max_per_chunk`` rows in groups of
+#: consecutive chunks of at least that many rows (and of at most this many bytes, or the largest chunk's):
+#: a chunk of fewer than about twice ``rows_per_microcluster`` rows gets one or two microclusters, which then
+#: average rows of different clusters (a microcluster between two groups, that no row lies near).
+SUMMARY_BLOCK_BYTES = 32 * 2**20
+
+
+def summary_blocks(chunks: Sequence[int], min_rows: int, row_bytes: int) -> tuple[int, ...]:
+    """Row chunking of the summarising pass: consecutive chunks grouped until a group holds ``min_rows`` rows,
+    within ``max(SUMMARY_BLOCK_BYTES, largest chunk)`` bytes; a short last group joins the one before. Chunks that
+    all hold ``min_rows`` rows but the last (the chunking of in-memory input) are kept as they are."""
+    if all(rows >= min_rows for rows in chunks[:-1]):
+        return tuple(chunks)
+    cap = max(SUMMARY_BLOCK_BYTES // max(row_bytes, 1), max(chunks, default=0))
+    groups: list[int] = []
+    current = 0
+    for rows in chunks:
+        if current and (current >= min_rows or current + rows > cap):
+            groups.append(current)
+            current = 0
+        current += rows
+    if current:
+        if groups and current < min_rows and groups[-1] + current <= cap:
+            groups[-1] += current
+        else:
+            groups.append(current)
+    return tuple(groups)
 
 
 class ChunkedData:
@@ -206,18 +130,25 @@ class ChunkedData:
         self._token = dask.base.tokenize(X)[:8]
 
     def summarise(self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0) -> Summary:
-        """One pass: chunk-local k-means microclusters and a count of rows with NaN/inf.
+        """One pass: chunk-local k-means microclusters, each with its member row nearest to its mean, and a count
+        of rows with NaN/inf.
 
-        Each chunk gets ``min(ceil(rows / rows_per_microcluster), max_per_chunk)`` microclusters.
+        Each chunk gets ``min(ceil(rows / rows_per_microcluster), max_per_chunk)`` microclusters; chunks below
+        ``rows_per_microcluster * max_per_chunk`` rows are summarised in groups (:func:`summary_blocks`).
         """
+        rows = summary_blocks(
+            self.X.chunks[0], int(np.ceil(rows_per_microcluster * max_per_chunk)), self.n_features * self.X.itemsize
+        )
+        X = self.X if rows == self.X.chunks[0] else self.X.rechunk({0: rows})
         rng = np.random.default_rng(seed)
-        seeds = rng.integers(0, 2**31 - 1, size=self.X.numblocks[0])
-        blocks = self.X.to_delayed().ravel()
+        seeds = rng.integers(0, 2**31 - 1, size=X.numblocks[0])
+        blocks = X.to_delayed().ravel()
         chunks = [(block, rows_per_microcluster, max_per_chunk, int(s)) for block, s in zip(blocks, seeds)]
-        counts, means, spread, n_rows, n_nonfinite = map_reduce(
+        counts, means, spread, representatives, n_rows, n_nonfinite = map_reduce(
             f"lowdens-summarise-{self._token}", _chunk_microclusters, chunks, _concat_summaries
         )
-        return Summary(InMemoryData(means, counts, spread / means.shape[1]), int(n_rows), int(n_nonfinite))
+        data = InMemoryData(means, counts, spread / means.shape[1])
+        return Summary(data, int(n_rows), int(n_nonfinite), representatives)
 
     def label_rows(self, labeler: Callable, *args, labels_nonfinite: bool = False) -> da.Array:
         """Lazy int64 labels with X's row chunks: ``labeler(rows, *args)`` on each chunk's finite rows,
@@ -287,6 +218,23 @@ def _chunk_node_microclusters(x: np.ndarray, path: tuple, rows_per_microcluster:
 def _chunk_weight_below(x: np.ndarray, path: tuple, v: np.ndarray, b: float) -> float:
     rows, _ = _node_rows(x, path)
     return float((rows @ v < b).sum())
+
+
+def _chunk_gap(x: np.ndarray, path: tuple, v: np.ndarray, b: float):
+    rows, _ = _node_rows(x, path)
+    p = rows @ v
+    below = p < b
+    lo = p[below].max() if below.any() else -np.inf
+    hi = p[~below].min() if not below.all() else np.inf
+    return lo, hi, np.abs(rows).max(axis=0, initial=0.0)
+
+
+def _combine_gaps(*parts):
+    return (
+        max(part[0] for part in parts),
+        min(part[1] for part in parts),
+        np.maximum.reduce([part[2] for part in parts]),
+    )
 
 
 def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray) -> np.ndarray:
@@ -578,6 +526,16 @@ class ChunkedNode:
     def weight_below(self, v: np.ndarray, b: float) -> float:
         """Total weight of the rows with ``x @ v < b`` (one pass)."""
         return self._pass(_chunk_weight_below, np.asarray(v, dtype=np.float64), float(b))
+
+    def gap_around(self, v: np.ndarray, b: float) -> tuple[float, float, np.ndarray]:
+        """As :meth:`InMemoryData.gap_around <lowdens_dask.backend.InMemoryData.gap_around>` (one pass)."""
+        self.counter.add()
+        v = np.asarray(v, dtype=np.float64)
+        name = f"lowdens-gap-{dask.base.tokenize(self.token, v, b)[:12]}"
+        path, v = _as_literals(self.path, v)
+        chunks = [(_chunk_gap, blk, path, (v, float(b))) for blk in self.blocks]
+        lo, hi, colmax = map_reduce(name, _apply_to_block, chunks, _combine_gaps)
+        return float(lo), float(hi), colmax
 
     def projections(self, U: np.ndarray, offset: np.ndarray | None = None) -> Projections:
         """``X_node @ U - offset`` for a block of directions U (d, k), held in chunks."""

@@ -127,6 +127,15 @@ class InMemoryData:
         """Total weight of the rows with ``x @ v < b``."""
         return self.weighted_count(self.project(v) < b)
 
+    def gap_around(self, v: np.ndarray, b: float) -> tuple[float, float, np.ndarray]:
+        """``(lo, hi, colmax)``: the largest projection ``x @ v`` below b (-inf if none), the smallest at or above
+        it (inf if none), and the largest ``|x_j|`` of each column (to bound the rounding of ``x @ v``)."""
+        p = self.project(v)
+        below = p < b
+        lo = float(p[below].max()) if below.any() else -np.inf
+        hi = float(p[~below].min()) if not below.all() else np.inf
+        return lo, hi, np.abs(self.X).max(axis=0)
+
     def weighted_count(self, mask: np.ndarray) -> float:
         """Total weight of the rows selected by a boolean mask."""
         return float(self.weights[mask].sum())

@@ -11,25 +11,25 @@ from ..backend import InMemoryData
 from ..backend.chunked import ChunkedNode, task_slots
 from ..backend.frame import Frame
 from ..tree.grower import Refine
-from ._scale_out import exact_frame
-from ._validation import single_threaded_blas, standardisation
+from ._scale_out import exact_frame, rows_frame
+from ._validation import single_threaded_blas
 
 
 class TreeFitMixin:
     """``_fit_rows`` (rows or summaries in memory) and ``_fit_node`` (chunked rows, exact mode) both call
-    ``self._fit_data(data, frame, parallel, refine)`` with the rows standardised if ``standardize``."""
+    ``self._fit_data(data, frame, parallel, refine)`` with the rows in their frame: standardised if ``standardize``,
+    and with columns that are constant up to rounding set aside either way (``backend.frame.column_frame``), the
+    same in memory and in exact mode."""
 
     def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
         """Fit on rows or summaries in memory. In summary mode (``spread`` given) the tree grows as parallel
         Dask tasks; with ``rows`` (a ChunkedNode of the rows, for ``refine``) every split is polished by exact
         passes over its node's rows before it is made."""
-        frame = Frame()
-        Z = X
-        if self.standardize:
-            frame = Frame(*standardisation(X, weights))
-            Z = (X - frame.mean) / frame.scale
-            if spread is not None:  # per-dimension variance, approximately, in z-scored units
-                spread = spread / np.mean(frame.scale**2)
+        frame, constant = rows_frame(X, weights, self.standardize)
+        Z = X if frame.mean is None else (X - frame.mean) / frame.scale
+        if self.standardize and spread is not None and not constant.all():
+            # per-dimension variance, approximately, in z-scored units (of the columns that are not constant)
+            spread = spread / np.mean(frame.scale[~constant] ** 2)
         refine = None
         if rows is not None:
             refine = Refine(*exact_frame(self, rows), self.refine)

@@ -61,9 +61,11 @@ import numpy as np
 import zarr
 from sklearn.utils import check_random_state
 
-from ..backend import ChunkedData, as_dask_array
+from .._warnings import warn
+from ..backend import ChunkedData, as_dask_array, write_integrity_manifest
 from ..backend.chunked import ChunkedNode, PassCounter, Summary, default_max_node_bytes
-from ..backend.frame import Frame
+from ..backend.frame import Frame, column_frame
+from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -209,8 +211,9 @@ LABELS_CODEC = {"cname": "lz4", "clevel": 1, "shuffle": "bitshuffle"}
 
 
 def store_labels(est, labels: da.Array) -> da.Array:
-    """Write the labels to ``est.labels_store`` (same row chunks) and return them from there, or keep
-    them lazy when no store is given."""
+    """Write the labels to ``est.labels_store`` (same row chunks), with a lowdens integrity manifest
+    (:func:`~lowdens_dask.backend.write_integrity_manifest`), and return them from there, or keep them lazy when
+    no store is given."""
     if est.labels_store is None:
         return labels
     labels.to_zarr(
@@ -219,6 +222,8 @@ def store_labels(est, labels: da.Array) -> da.Array:
         overwrite=True,
         compressors=[zarr.codecs.BloscCodec(**LABELS_CODEC)],
     )
+    # zarr writes no chunk of label 0 only (the fill value): the manifest tells those from chunks lost later
+    write_integrity_manifest(est.labels_store, storage_options=est.storage_options)
     return da.from_zarr(os.fspath(est.labels_store), storage_options=est.storage_options)
 
 
@@ -232,6 +237,7 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     if sample_weight is not None:
         raise ValueError("sample_weight is not supported in summary mode (the summary carries the weights).")
     arr = as_chunked(est, X)
+    check_worker_memory(chunk_bytes(arr))
     if is_small_input(arr):
         return fit_small_input(est, arr, is_chunked_input(X), fit_rows, route, summary=True)
     est.n_features_in_ = arr.shape[1]
@@ -240,6 +246,7 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     summarised = time.perf_counter()
     rows = ChunkedNode(arr) if getattr(est, "refine", 0) else None
     fit_rows(summary.data.X, summary.data.weights, summary.data.spread, rows)
+    merge_unreached_leaves(est, summary.representatives)
     grown = time.perf_counter()
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
@@ -255,6 +262,35 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     counter.add(1 + (est.labels_store is not None and is_chunked_input(X)))  # the summary; the labels written
     record_passes(est, counter)
     return est
+
+
+def merge_unreached_leaves(est, representatives: np.ndarray) -> None:
+    """Undo each split of ``est.tree_`` that made a leaf no microcluster's representative row reaches (with a
+    warning), and set ``n_clusters_`` to the leaves left.
+
+    A leaf of a tree grown on microclusters may hold only microclusters whose rows lie elsewhere (a microcluster
+    averaging rows of two groups lies between them): no row would be labelled there, and ``n_clusters_`` would
+    count a cluster that ``labels_`` never holds. Each microcluster's representative is its member row nearest to
+    its mean, routed as the label pass routes rows: a leaf it reaches gets that row's label, so every leaf left
+    is a label of ``labels_``."""
+    tree = getattr(est, "tree_", None)
+    if not isinstance(tree, ClusterTree) or representatives is None or not len(representatives):
+        return
+    merged = 0
+    while tree.n_leaves > 1:
+        reached = set(np.unique(tree.apply(representatives)).tolist())
+        unreached = [leaf for leaf in tree.leaves() if leaf.id not in reached]
+        if not unreached:
+            break
+        tree.merge_leaf(unreached[0])
+        merged += 1
+    if merged:
+        warn(
+            f"Summary mode: {merged} split(s) made a cluster that no row reaches (its microclusters averaged rows of "
+            f"other clusters), so they were undone: {tree.n_leaves} clusters are left. Smaller rows_per_microcluster, "
+            "larger chunks or mode='exact' avoid this."
+        )
+    est.n_clusters_ = tree.n_leaves
 
 
 def record_passes(est, counter: PassCounter) -> None:
@@ -287,6 +323,7 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route, fit_rows=None):
                 f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
             )
     arr = as_dask_array(X, storage_options=est.storage_options)
+    check_worker_memory(chunk_bytes(arr))
     if is_small_input(arr):
         fit_rows = est._fit_rows if fit_rows is None else fit_rows
         return fit_small_input(est, arr, True, fit_rows, route, summary=False)
@@ -303,15 +340,42 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route, fit_rows=None):
 
 
 def exact_frame(est, root: ChunkedNode) -> tuple[ChunkedNode, Frame]:
-    """The chunked rows in the frame exact mode fits them in: ``(root, frame)``, z-scored lazily as by
-    ``_validation.standardisation`` (divisor n - 1; constant columns keep scale 1) if ``est.standardize``,
-    else unchanged with the identity frame."""
-    if not est.standardize:
-        return root, Frame()
+    """The chunked rows in the frame exact mode fits them in: ``(root, frame)``, as :func:`rows_frame` puts rows in
+    memory (z-scored lazily if ``est.standardize``, divisor n - 1; columns constant up to rounding set aside);
+    the rows themselves with the identity frame when neither applies. Column means and variances come from
+    the root's first two passes, which the root's principal components reuse."""
     mean = root.mean()
-    scale = np.sqrt(np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0))
-    scale[scale == 0] = 1.0
-    return ChunkedNode((root.X - mean) / scale, counter=root.counter), Frame(mean, scale)
+    var = np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0)
+    frame, constant = column_frame(mean, var, root.total_weight, est.standardize)
+    _warn_constant(constant & (var > 0))
+    if frame.mean is None:
+        return root, frame
+    return ChunkedNode((root.X - frame.mean) / frame.scale, counter=root.counter), frame
+
+
+def rows_frame(X: np.ndarray, weights: np.ndarray, standardize: bool) -> tuple[Frame, np.ndarray]:
+    """The frame rows in memory are fitted in, and the mask of their constant columns: weighted column means
+    and variances (divisor W - 1) through :func:`~lowdens_dask.backend.frame.column_frame`, with W the total
+    weight (the rows a summary stands for), as exact mode does on chunks."""
+    total = float(weights.sum())
+    mean = weights @ X / total
+    var = weights @ (X - mean) ** 2 / max(total - 1.0, 1.0)
+    frame, constant = column_frame(mean, var, total, standardize)
+    _warn_constant(constant & (np.ptp(X[weights > 0], axis=0) > 0))
+    return frame, constant
+
+
+def _warn_constant(rounding: np.ndarray) -> None:
+    """Warn about the columns that vary, but only within rounding error of their values (exactly constant
+    columns are reported by the input checks)."""
+    rounding = np.flatnonzero(rounding)
+    if rounding.size:
+        warn(
+            f"X has {rounding.size} column(s) whose spread is within rounding error of their values (indices "
+            f"{rounding[:10].tolist()}{'...' if rounding.size > 10 else ''}: the variance is within the error "
+            "bound of a float64 variance, scikit-learn's rule for StandardScaler); they are treated as constant "
+            "and do not affect the splits."
+        )
 
 
 def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:

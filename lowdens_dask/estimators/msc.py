@@ -23,6 +23,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._warnings import warn
 from ..backend import as_dask_array
 from ..backend.chunked import map_reduce
+from ..backend.frame import CONSTANT_SCALE, constant_columns
+from ..backend.workers import check_worker_memory, chunk_bytes
 from ..pursuit.msc import (
     METRICS,
     WEIGHTS,
@@ -55,10 +57,6 @@ EXACT_AUTO_MAX = 5000
 #: Above this many rows the exact solver holds D in float32 (1.6 GB at 20,000 rows instead of 3.2 GB; the split
 #: is the same up to rows whose |f| is within ~1e-7 of 0).
 FLOAT32_ABOVE = 8192
-#: Scale given to a column that is constant in a node: it then adds nothing to the rule's distances, also for
-#: new rows (the column carries no information about the split), and its offset cannot cancel the others'
-#: digits in |x|² + |s|² - 2x·s.
-CONSTANT_SCALE = 1e300
 #: The largest node ``solver="exact"`` accepts (D in float32: 10 GB).
 EXACT_MAX = 50_000
 SOLVERS = ("auto", "exact", "landmarks")
@@ -154,6 +152,16 @@ def _frame(rows: np.ndarray, weights: np.ndarray, standardize: bool, constant: n
     return centre, scale
 
 
+def _constant(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Columns of a node's distinct rows that are constant, or constant up to rounding (their weighted variance
+    within a float64 variance's error bound, ``backend.frame.constant_columns``, with n the rows' total weight):
+    they get ``CONSTANT_SCALE``, else z-scoring makes their last bits a feature of unit variance."""
+    total = float(weights.sum())
+    mean = weights @ rows / total
+    var = weights @ (rows - mean) ** 2 / max(total - 1.0, 1.0)
+    return (np.ptp(rows, axis=0) == 0) | constant_columns(mean, var, total)
+
+
 def _rule(support, coef, metric: str, gamma: float, scale: np.ndarray) -> KernelExpansionRule:
     plain = bool(np.all(scale == 1.0))
     gamma = gamma if metric == "gaussian" else 1.0
@@ -168,7 +176,7 @@ def _split_rows(est, rows: np.ndarray, weights: np.ndarray, seed: int):
     if keep.sum() < 2:
         return None
     rows, c = rows[keep], c[keep]
-    constant = np.ptp(rows, axis=0) == 0
+    constant = _constant(rows, weights[keep])
     centre, scale = _frame(rows, c, est.standardize, constant)
     Z = (rows - centre) / scale
     Z[:, constant] = 0.0
@@ -329,7 +337,7 @@ class _ChunkedGrowth:
         sample = np.unique(sample, axis=0)
         if sample.shape[0] < 2:
             return None
-        constant = lo == hi
+        constant = (lo == hi) | constant_columns(mean, m2 / max(n - 1.0, 1.0), n)
         if est.standardize:
             scale = np.sqrt(m2 / max(n - 1.0, 1.0))
             scale[scale == 0] = 1.0
@@ -437,6 +445,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
                 "(solver='auto' or 'landmarks'), or on microclusters in memory with mode='summary'."
             )
         arr = as_dask_array(X, storage_options=self.storage_options)
+        check_worker_memory(chunk_bytes(arr))
         if is_small_input(arr):  # read into memory and fitted as rows (see _scale_out)
             return fit_small_input(self, arr, True, self._fit_rows, lambda a: route_rows(self.tree_, a), summary=False)
         self.n_features_in_ = arr.shape[1]

@@ -78,6 +78,26 @@ def kmeanspp_indices(x, u):
     return idx
 
 
+@njit(cache=True, nogil=True)
+def nearest_members(x, labels, centres):
+    """For each centre, the index of the row of x (IN, (n, d)) nearest to it among the rows labelled with it
+    (``labels`` IN, in [0, k)), -1 for a centre without rows. Distances in float64; ties go to the first row."""
+    n, d = x.shape
+    k = centres.shape[0]
+    best = np.full(k, np.inf)
+    idx = np.full(k, -1, dtype=np.int64)
+    for i in range(n):
+        j = labels[i]
+        s = 0.0
+        for c in range(d):
+            t = np.float64(x[i, c]) - centres[j, c]
+            s += t * t
+        if s < best[j]:
+            best[j] = s
+            idx[j] = i
+    return idx
+
+
 #: Rows whose distances to the centres are computed at once: bounds a chunk task's working memory
 #: (ASSIGN_BLOCK x k scores) whatever the chunk size.
 ASSIGN_BLOCK = 8192
@@ -99,8 +119,10 @@ def _assign(x: np.ndarray, centres: np.ndarray, buf: np.ndarray) -> np.ndarray:
     return labels
 
 
-def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Summarise the rows of one chunk by k-means: ``(counts, means, spread)`` of non-empty clusters.
+def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = False) -> tuple[np.ndarray, ...]:
+    """Summarise the rows of one chunk by k-means: ``(counts, means, spread)`` of non-empty clusters, and with
+    ``representatives`` a fourth array: each microcluster's member row nearest to its mean (a row of x, in x's
+    dtype; float32 stays float32).
 
     ``spread`` is each microcluster's mean squared distance to its mean. The centres come from Lloyd
     iterations on a sample of ``SAMPLE_ROWS_PER_CENTRE * k`` rows drawn with ``seed``, started from k-means++
@@ -114,7 +136,8 @@ def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
     n = x.shape[0]
     k = int(min(k, n))
     if k <= 0:
-        return np.zeros(0), np.zeros((0, x.shape[1])), np.zeros(0)
+        empty = (np.zeros(0), np.zeros((0, x.shape[1])), np.zeros(0))
+        return (*empty, x[:0]) if representatives else empty
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
     x = np.ascontiguousarray(x)
@@ -131,9 +154,12 @@ def microclusters(x: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndar
         counts, sums, _ = group_sums(sample, _assign(sample, centres, buf), centres.shape[0])
         keep = counts > 0
         centres = sums[keep] / counts[keep, None]
-    counts, sums, sq = group_sums(x, _assign(x, centres, buf), centres.shape[0])
+    labels = _assign(x, centres, buf)
+    counts, sums, sq = group_sums(x, labels, centres.shape[0])
     keep = counts > 0
+    if representatives:
+        idx = nearest_members(x, labels, sums / np.maximum(counts, 1.0)[:, None])[keep]
     counts, sums, sq = counts[keep], sums[keep], sq[keep]
     means = sums / counts[:, None]
     spread = np.maximum(sq / counts - (means * means).sum(axis=1), 0.0)
-    return counts, means, spread
+    return (counts, means, spread, x[idx]) if representatives else (counts, means, spread)

@@ -251,6 +251,27 @@ class ClusterTree:
         node.children = None
         return node
 
+    def merge_leaf(self, leaf: int | Node) -> Node:
+        """Undo the split that made a leaf: its parent takes the place of the leaf's sibling (the sibling's
+        split, statistics and subtree, or its being a leaf); returns the parent. The leaf and the sibling's id
+        are removed; other ids are unchanged, and the sibling's descendants move one level up."""
+        leaf = self._node(leaf)
+        if not leaf.is_leaf or leaf.parent is None:
+            raise ValueError(f"Node {leaf.id} is not a leaf with a parent; only such a leaf can be merged back.")
+        parent = self.nodes[leaf.parent]
+        sibling = self.nodes[next(c for c in parent.children if c != leaf.id)]
+        del self.nodes[leaf.id], self.nodes[sibling.id]
+        parent.children, parent.rule, parent.method = sibling.children, sibling.rule, sibling.method
+        parent.params, parent.stats, parent.forced = sibling.params, sibling.stats, sibling.forced
+        for child in sibling.children or ():
+            self.nodes[child].parent = parent.id
+        stack = list(parent.children or ())
+        while stack:
+            node = self.nodes[stack.pop()]
+            node.depth -= 1
+            stack.extend(node.children or ())
+        return parent
+
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X) -> np.ndarray:
         X = as_routable(X)

@@ -246,22 +246,19 @@ ROUNDING_ULPS = 64.0
 
 
 def _clear_of_rows(data, hp: Hyperplane, frame: Frame) -> Hyperplane | None:
-    """``hp`` made safe to route by, in memory: b moved to the middle of the gap between the rows'
-    projections around it when a row lies within rounding error of b; None when the gap itself is within
-    rounding error (the two sides cannot be told apart reliably).
+    """``hp`` made safe to route by: b moved to the middle of the gap between the rows' projections around it
+    when a row lies within rounding error of b; None when the gap itself is within rounding error (the two sides
+    cannot be told apart reliably). In memory and on chunked rows alike (one pass over the chunks), so that exact
+    mode makes the splits the in-memory fit makes.
 
     The tree routes rows in the original coordinates, where ``x @ v`` rounds differently from the frame the
     split was found in (the frame's offsets ``mean / scale`` add to the terms); a row at b (PDDP's mean
-    when one row's weight dominates) could change sides and leave a leaf without rows.
+    when one row's weight dominates, or when rows repeat) could change sides and leave a leaf without rows.
     """
-    if data.chunked:
+    lo, hi, colmax = data.gap_around(hp.v, hp.b)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
         return hp
-    p = data.project(hp.v)
-    below = p < hp.b
-    if below.all() or not below.any():
-        return hp
-    lo, hi = p[below].max(), p[~below].min()
-    terms = float(np.abs(data.X).max(axis=0) @ np.abs(hp.v))  # a bound on sum_j |x_j v_j| over the rows
+    terms = float(colmax @ np.abs(hp.v))  # a bound on sum_j |x_j v_j| over the rows
     offset = 0.0 if frame.mean is None else float(np.abs(hp.v) @ np.abs(frame.mean / frame.scale))
     margin = ROUNDING_ULPS * np.finfo(float).eps * (len(hp.v) + 1) * (terms + offset + abs(hp.b))
     if hi - lo <= 2.0 * margin:

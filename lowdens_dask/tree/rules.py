@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.spatial import cKDTree
 
+from ..kernels.expansion import KINDS, expansion_values
+
 
 class SplitRule:
     """Base class of split rules.
@@ -136,8 +138,6 @@ class NearestCentreRule(SplitRule):
 
 #: Kernels of :class:`KernelExpansionRule`, as functions of the squared distance r2 and the width gamma.
 EXPANSION_KERNELS = ("rbf", "rbf-distance", "euclidean")
-#: Kernel values per block when a kernel expansion is evaluated (rows x support rows; 32 MB as float64).
-EXPANSION_BLOCK_VALUES = 2**22
 
 
 class KernelExpansionRule(SplitRule):
@@ -147,7 +147,7 @@ class KernelExpansionRule(SplitRule):
     (``kernel="rbf"``, k = exp(-gamma |x - s|^2); SVM-relabel) or the maximal-separation hyperplane of MSC in
     distance-feature space (``"rbf-distance"``, k = sqrt(2 - 2 exp(-gamma |x - s|^2)), the metric of a Gaussian
     kernel, eq. 2.3 of the MSC paper; ``"euclidean"``, k = |x - s|). The support rows ``s_j`` are stored in the
-    original coordinates and distances are taken on ``(x - s) / scale`` (per-feature ``scale``, for fits on
+    original coordinates and distances are taken on ``x / scale - s / scale`` (per-feature ``scale``, for fits on
     standardised rows; 1 by default).
     """
 
@@ -165,28 +165,20 @@ class KernelExpansionRule(SplitRule):
         self.kernel = kernel
         self.gamma = float(gamma)
         self.scale = None if scale is None else np.asarray(scale, dtype=np.float64).ravel()
+        self._compiled: tuple[np.ndarray, np.ndarray] | None = None  # 1 / scale and the scaled support, transposed
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        """f(x) for each row of X (in blocks of rows holding at most ``EXPANSION_BLOCK_VALUES`` kernel values)."""
-        X = np.asarray(X, dtype=np.float64)
-        S = self.support
-        if self.scale is not None:
-            X, S = X / self.scale, S / self.scale
-        s2 = np.einsum("ij,ij->i", S, S)
+        """f(x) for each row of X, in float64, each row from its own values alone
+        (:func:`~lowdens_dask.kernels.expansion.expansion_values`): the same, bit for bit, for a row in memory, in
+        a Dask chunk of any size, or alone, so that every path routes it to the same side."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if self._compiled is None:
+            inv_scale = np.ones(self.support.shape[1]) if self.scale is None else 1.0 / self.scale
+            ST = np.ascontiguousarray((self.support * inv_scale).T)
+            self._compiled = inv_scale, ST
+        inv_scale, ST = self._compiled
         out = np.empty(X.shape[0])
-        step = max(1, EXPANSION_BLOCK_VALUES // max(1, S.shape[0]))
-        for start in range(0, X.shape[0], step):
-            block = X[start : start + step]
-            r2 = np.einsum("ij,ij->i", block, block)[:, None] + s2[None, :] - 2.0 * (block @ S.T)
-            np.maximum(r2, 0.0, out=r2)
-            if self.kernel == "rbf":
-                K = np.exp(-self.gamma * r2)
-            elif self.kernel == "rbf-distance":
-                K = np.sqrt(np.maximum(2.0 - 2.0 * np.exp(-self.gamma * r2), 0.0))
-            else:
-                K = np.sqrt(r2)
-            out[start : start + block.shape[0]] = K @ self.coef + self.intercept
-        return out
+        return expansion_values(X, inv_scale, ST, self.coef, self.intercept, KINDS[self.kernel], self.gamma, out)
 
     def side(self, X: np.ndarray) -> np.ndarray:
         return self.decision_function(X) >= 0
