@@ -2,7 +2,7 @@
 
 Inputs: n in [2, 300] rows, d in [1, 12] columns, each column with its own scale (1e-12 to 1e12) and kind
 (continuous, integer, constant), duplicated rows, float32 or float64, and weights that are absent, zero
-for some rows or very large for some. Properties of every fit:
+for some rows, very large for some, or spanning 1e-300 to 1e300. Properties of every fit:
 
 - it succeeds, or raises ``ValueError``; any warning is the library's own (a ``UserWarning``);
 - ``predict(X)`` equals ``labels_``; ``n_clusters_`` equals the number of distinct labels, and every leaf
@@ -68,7 +68,7 @@ def datasets(draw):
     log_scales = draw(st.lists(st.floats(-12, 12), min_size=d, max_size=d))
     n_groups = draw(st.integers(1, 4))
     duplicates = draw(st.sampled_from([0.0, 0.0, 0.5, 0.9]))
-    weights = draw(st.sampled_from(["none", "none", "zeros", "huge", "tiny"]))
+    weights = draw(st.sampled_from(["none", "none", "zeros", "huge", "tiny", "spanning"]))
     rng = np.random.default_rng(seed)
     group = rng.integers(0, n_groups, size=n)
     X = np.empty((n, d))
@@ -94,6 +94,8 @@ def datasets(draw):
         w[rng.integers(0, n, size=max(1, n // 10))] = 10.0 ** rng.uniform(3, 40)  # above 1e30 in all: ValueError
     elif weights == "tiny":
         w = 10.0 ** rng.uniform(-320, 0, size=n)  # down to subnormal
+    elif weights == "spanning":  # 1e-300 to 1e300 (issue 22): refused with a ValueError about the weights
+        w = 10.0 ** rng.uniform(-300, 300, size=n)
     return X, w
 
 
