@@ -303,6 +303,8 @@ def merge_unreached_leaves(est, representatives: np.ndarray) -> None:
             f"other clusters), so they were undone: {tree.n_leaves} clusters are left. Smaller rows_per_microcluster, "
             "larger chunks or mode='exact' avoid this."
         )
+        if hasattr(est, "_set_tree"):  # MSC: its attributes describe the root's split
+            est._set_tree(tree)
     est.n_clusters_ = tree.n_leaves
 
 
@@ -372,10 +374,22 @@ def rows_frame(X: np.ndarray, weights: np.ndarray, standardize: bool) -> tuple[F
     weight (the rows a summary stands for), as exact mode does on chunks."""
     total = float(weights.sum())
     mean = weights @ X / total
-    var = weights @ (X - mean) ** 2 / max(total - 1.0, 1.0)
+    scatter = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], FRAME_BLOCK_ROWS):  # working copies of a block of rows only
+        block = X[start : start + FRAME_BLOCK_ROWS] - mean
+        scatter += weights[start : start + FRAME_BLOCK_ROWS] @ (block * block)
+    var = scatter / max(total - 1.0, 1.0)
     frame, constant = column_frame(mean, var, total, standardize)
-    _warn_constant(constant & (np.ptp(X[weights > 0], axis=0) > 0))
+    if constant.any():
+        rows = X[weights > 0][:, constant]
+        rounding = np.zeros_like(constant)
+        rounding[constant] = rows.max(axis=0) > rows.min(axis=0)
+        _warn_constant(rounding)
     return frame, constant
+
+
+#: Rows whose deviations from the mean :func:`rows_frame` holds at once.
+FRAME_BLOCK_ROWS = 65_536
 
 
 def _warn_constant(rounding: np.ndarray) -> None:
