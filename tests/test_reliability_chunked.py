@@ -22,8 +22,7 @@ from lowdens_dask import (
     NCutClustering,
     SCPPClustering,
 )
-from lowdens_dask.backend import INTEGRITY_ATTRIBUTE, as_dask_array, write_integrity_manifest
-from lowdens_dask.backend.workers import WorkerMemoryError
+from lowdens_dask.backend import INTEGRITY_ATTRIBUTE, WorkerMemoryError, as_dask_array, write_integrity_manifest
 from lowdens_dask.estimators._scale_out import merge_unreached_leaves
 from lowdens_dask.tree import HyperplaneRule
 
@@ -136,11 +135,13 @@ def test_point14_summary_mode_reports_only_leaves_that_rows_reach(cls, tmp_path_
         rng = np.random.default_rng(0)
         X = np.vstack([rng.normal(size=(150, 2)) * 0.1, rng.normal(size=(150, 2)) * 0.1 + [10.0, 0.0]])
         zarr.create_array(str(path), data=X, chunks=(17, 2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # a forced split, for dePDDP
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)  # dePDDP warns of a forced split
         model = cls(n_clusters=3, random_state=0).fit(str(path))
     labels = model.labels_.compute()
     assert np.unique(labels).tolist() == list(range(model.n_clusters_))
+    # the chunks are summarised in groups: no microcluster between the groups, no split to undo
+    assert model.n_clusters_ == 3 and not [w for w in caught if "no row reaches" in str(w.message)]
 
 
 def test_point14_a_leaf_no_row_reaches_is_merged_back():
@@ -175,6 +176,6 @@ def test_point18_workers_too_small_fail_instead_of_waiting():
         assert "pauses it at 80%" in str(err.value)
     with LocalCluster(memory_limit=0, **small) as cluster, Client(cluster) as client:
         client.run(lambda dask_worker: setattr(dask_worker, "status", Status.paused))
-        with dask.config.set({"lowdens.worker-paused-timeout": "2s"}):
-            with pytest.raises(WorkerMemoryError, match="paused for memory, with no task running"):
-                PDDP(n_clusters=2, mode="exact").fit(X)
+        timeout = dask.config.set({"lowdens.worker-paused-timeout": "2s"})
+        with timeout, pytest.raises(WorkerMemoryError, match="paused for memory, with no task running"):
+            PDDP(n_clusters=2, mode="exact").fit(X)

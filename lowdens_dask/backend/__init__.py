@@ -2,6 +2,7 @@
 
 from .chunked import ChunkedData
 from .memory import InMemoryData
+from .workers import WorkerMemoryError
 from .zarr_input import INTEGRITY_ATTRIBUTE, ChunkReadError, as_dask_array, write_integrity_manifest
 
 __all__ = [
@@ -9,6 +10,7 @@ __all__ = [
     "ChunkReadError",
     "ChunkedData",
     "InMemoryData",
+    "WorkerMemoryError",
     "as_dask_array",
     "write_integrity_manifest",
 ]

@@ -5,7 +5,10 @@
 ``mode="summary"``):
 
 1. one chunked pass builds weighted microclusters (chunk-local k-means, at most
-   ``MAX_MICROCLUSTERS_PER_CHUNK`` per chunk and at least ``rows_per_microcluster`` rows each) and
+   ``MAX_MICROCLUSTERS_PER_CHUNK`` per chunk and at least ``rows_per_microcluster`` rows each; chunks of
+   fewer than ``rows_per_microcluster * MAX_MICROCLUSTERS_PER_CHUNK`` rows are read in groups of consecutive
+   chunks, :func:`~lowdens_dask.backend.chunked.summary_blocks`, since one or two microclusters of a small
+   chunk average rows of different clusters), keeps each microcluster's member row nearest its mean, and
    counts rows with NaN/inf;
 2. the estimator is fitted in memory on the microcluster means weighted by their row counts (the
    ``sample_weight`` path of the core estimators). The bandwidth counts rows, as in exact mode, and
@@ -26,12 +29,22 @@
    hyperplane's direction: :class:`~lowdens_dask.tree.routing.Router`); with ``labels_store`` the labels are
    written to zarr with the same row chunks as the input.
 
+A split of the tree whose leaf no microcluster's nearest-member row reaches is undone, with a warning
+(:func:`merge_unreached_leaves`): that row is labelled in that leaf by step 4, so ``n_clusters_`` always
+equals the number of distinct labels, 0 to ``n_clusters_ - 1``.
+
 ``timings_`` records the seconds of each step: ``summary_pass`` (1), ``tree`` (2 and 3, on the client) and
 ``label_pass`` (4; None when the labels stay lazy, for chunked input without ``labels_store``).
 
 **Exact mode** (``mode="exact"``) grows the tree on :class:`~lowdens_dask.backend.chunked.ChunkedNode`
 objects: every step of every node's pursuit is a chunk map and tree reduction over the node's rows,
-which gives the in-memory result.
+which gives the in-memory result. Both fit in the same frame (:func:`exact_frame`, :func:`rows_frame`):
+columns whose spread is within rounding error of their values are constant for every split.
+
+On a distributed cluster, every mode first checks that the workers can run the fit's tasks
+(:func:`~lowdens_dask.backend.workers.check_worker_memory`), and its passes give up when every worker stays
+paused for memory (:func:`~lowdens_dask.backend.workers.compute`): a ``WorkerMemoryError`` names the limit and
+the footprint instead of a wait without end.
 
 **Small input** (at most ``SMALL_INPUT_ROWS`` = 256 rows, and at most ``SMALL_INPUT_BYTES`` = 64 MiB as
 float64; Dask arrays, zarr stores, and in-memory arrays with ``mode="summary"``) is read into memory in one
@@ -290,6 +303,8 @@ def merge_unreached_leaves(est, representatives: np.ndarray) -> None:
             f"other clusters), so they were undone: {tree.n_leaves} clusters are left. Smaller rows_per_microcluster, "
             "larger chunks or mode='exact' avoid this."
         )
+        if hasattr(est, "_set_tree"):  # MSC: its attributes describe the root's split
+            est._set_tree(tree)
     est.n_clusters_ = tree.n_leaves
 
 
@@ -359,10 +374,22 @@ def rows_frame(X: np.ndarray, weights: np.ndarray, standardize: bool) -> tuple[F
     weight (the rows a summary stands for), as exact mode does on chunks."""
     total = float(weights.sum())
     mean = weights @ X / total
-    var = weights @ (X - mean) ** 2 / max(total - 1.0, 1.0)
+    scatter = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], FRAME_BLOCK_ROWS):  # working copies of a block of rows only
+        block = X[start : start + FRAME_BLOCK_ROWS] - mean
+        scatter += weights[start : start + FRAME_BLOCK_ROWS] @ (block * block)
+    var = scatter / max(total - 1.0, 1.0)
     frame, constant = column_frame(mean, var, total, standardize)
-    _warn_constant(constant & (np.ptp(X[weights > 0], axis=0) > 0))
+    if constant.any():
+        rows = X[weights > 0][:, constant]
+        rounding = np.zeros_like(constant)
+        rounding[constant] = rows.max(axis=0) > rows.min(axis=0)
+        _warn_constant(rounding)
     return frame, constant
+
+
+#: Rows whose deviations from the mean :func:`rows_frame` holds at once.
+FRAME_BLOCK_ROWS = 65_536
 
 
 def _warn_constant(rounding: np.ndarray) -> None:
