@@ -49,6 +49,15 @@ def test_point13_rounding_level_column_is_constant(cls):
     np.testing.assert_array_equal(exact.labels_.compute(), memory.labels_)
 
 
+def test_point13_scpp_in_memory_sets_the_rounding_level_column_aside():
+    """Issue 22, point 13, for SCPP's in-memory path (its exact mode builds microclusters per node, so it is
+    compared with the groups, not label for label): standardize=True finds the three groups."""
+    X, groups = _rounding_level_rows()
+    with pytest.warns(UserWarning, match="within rounding error"):
+        memory = SCPPClustering(n_clusters=3, standardize=True, random_state=0).fit(X)
+    assert adjusted_rand_score(groups, memory.labels_) == 1.0
+
+
 def test_point13_unscaled_rounding_level_column_agrees_with_exact_mode():
     """Issue 22, point 13: without standardisation, a column 1e9 ± 1.6e-5 beside three groups: MCClustering's
     in-memory and exact fits agree label for label and find the groups."""

@@ -14,7 +14,6 @@ import numbers
 import numpy as np
 
 from .._warnings import warn
-from ..backend.frame import Frame
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import HyperplaneRule
@@ -22,8 +21,9 @@ from ..tree.spectral import grow_spectral_tree, grow_spectral_tree_chunked
 from ._scale_out import (
     MAX_MICROCLUSTERS_PER_CHUNK,
     exact_frame,
+    rows_frame,
 )
-from ._validation import check_positive_int, single_threaded_blas, standardisation
+from ._validation import check_positive_int, single_threaded_blas
 from .divisive import _DivisiveClustering
 
 #: The legal ``scale_multiplier``: the paper's sensitivity study uses 0.1 to 10 (Figs. 7-8). Far below 1 every
@@ -214,12 +214,12 @@ class _SpectralClustering(_DivisiveClustering):
         self._set_growth(growth)
 
     def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
-        frame, Z = Frame(), X
+        # the frame exact mode fits in: standardised if asked, columns constant up to rounding set aside either way
+        frame, constant = rows_frame(X, weights, self.standardize)
+        Z = X if frame.mean is None else (X - frame.mean) / frame.scale
         within = 0.0 if spread is None else float(weights @ spread / weights.sum())
-        if self.standardize:
-            frame = Frame(*standardisation(X, weights))
-            Z = (X - frame.mean) / frame.scale
-            within /= float(np.mean(frame.scale**2))
+        if self.standardize and not constant.all():
+            within /= float(np.mean(frame.scale[~constant] ** 2))
         with single_threaded_blas():
             growth = grow_spectral_tree(
                 Z,
