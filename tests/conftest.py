@@ -1,7 +1,7 @@
 """Test session set-up: Prefect, for the tests that run flows without a server (its temporary server), gets
 its own home and database per test process, set before Prefect is imported (it reads its settings once), so
-that tests and xdist workers never share a database and nothing is written to ~/.prefect; and the temporary
-servers are stopped at the end of the session."""
+that tests and xdist workers never share a database and nothing is written to ~/.prefect; the temporary
+servers are stopped at the end of the session; and ``s3_server``, an S3 server (moto) for the tests that use one."""
 
 import os
 import sys
