@@ -133,11 +133,6 @@ def test_show_predict_and_plot_a_run_on_s3(on_s3, monkeypatch):
     np.testing.assert_array_equal(labels, on_s3["y"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22 point 12, the input reader's part (lowdens_dask/backend, another helper's): a chunk that zarr "
-    "did not write because it equals the fill value is refused as missing",
-)
 def test_an_unwritten_fill_value_chunk_of_the_input_on_s3_is_accepted(s3_server, tmp_path, monkeypatch):
     X, _ = _mixture(n_per_group=100, seed=1)
     X[:50] = 0.0  # rows of zarr's default fill value: a chunk zarr does not write
