@@ -23,11 +23,10 @@ import pytest
 import zarr
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_properties import PROFILE
 
 from lowdens_dask import METHODS
 from lowdens_dask.estimators import _scale_out
-
-from test_properties import PROFILE
 
 #: Divisive methods with a Dask and zarr path (the kernel-expansion methods fit in memory only or are slower
 #: than this budget allows; they have their own chunked tests).

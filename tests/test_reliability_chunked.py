@@ -188,3 +188,28 @@ def test_point18_workers_too_small_fail_instead_of_waiting():
         timeout = dask.config.set({"lowdens.worker-paused-timeout": "2s"})
         with timeout, pytest.raises(WorkerMemoryError, match="paused for memory, with no task running"):
             PDDP(n_clusters=2, mode="exact").fit(X)
+
+
+def test_a_pass_that_waits_leaves_no_results_on_the_cluster():
+    """A pass on a distributed client (``backend.workers.compute``) that outlasts one look at the workers releases
+    its results once gathered, as ``dask.compute`` does: a later fit of the same keys must run its tasks again (the
+    worker-loss tests kill a worker at one of them)."""
+    import time
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    from lowdens_dask.backend.workers import POLL_SECONDS, compute
+
+    slow = dask.delayed(lambda: time.sleep(POLL_SECONDS * 1.5) or 1)()
+    cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0")
+    with cluster, Client(cluster) as client:
+        assert compute(slow) == (1,)
+
+        def tasks_held():
+            return client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))
+
+        deadline = time.monotonic() + 5.0
+        while tasks_held() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert tasks_held() == 0

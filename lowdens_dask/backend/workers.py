@@ -65,11 +65,10 @@ def _worker_memory(dask_worker) -> tuple[float | None, float | bool, int, int]:
     """``(memory_limit, pause fraction, resident bytes, threads)`` of a worker (run there by ``client.run``), once
     it has loaded what the fit's first tasks load (numpy, scipy, numba and the compiled summary and routing
     kernels), as they would."""
+    from ..kernels import routing  # noqa: F401  (the label pass's kernels)
     from ..kernels.summaries import microclusters
-    from ..tree.cluster_tree import ClusterTree
 
     microclusters(np.zeros((2, 1)), 1, 0, representatives=True)
-    ClusterTree(1).predict(np.zeros((1, 1)))
     manager = dask_worker.memory_manager
     return (
         manager.memory_limit,
@@ -149,10 +148,18 @@ def compute(*args):
     client = active_client()
     if client is None:
         return dask.compute(*args)
-    from distributed import wait
-
     limit = parse_timedelta(dask.config.get(PAUSED_TIMEOUT_KEY, PAUSED_TIMEOUT_DEFAULT))
     futures = client.compute(list(args))
+    try:
+        return _wait_while_workers_run(client, futures, limit)
+    finally:  # as dask.compute: the results leave the cluster once gathered (a later pass must not find them there)
+        for future in futures:
+            future.release()
+
+
+def _wait_while_workers_run(client, futures, limit: float) -> tuple:
+    from distributed import wait
+
     paused_since = None
     while True:
         try:
@@ -176,7 +183,7 @@ def compute(*args):
                 f"({PAUSED_TIMEOUT_KEY}={limit:g} s); the fit was cancelled: {memory}. Give the workers a larger "
                 "memory_limit, fewer threads per worker, or use smaller chunks."
             )
-    return tuple(future.result() for future in futures)
+    return tuple(client.gather(futures))
 
 
 def _paused_and_idle(info: dict) -> bool:

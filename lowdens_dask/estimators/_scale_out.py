@@ -158,6 +158,9 @@ def summarise(est, arr: da.Array, seed: int) -> Summary:
     n_finite = summary.n_rows - summary.n_nonfinite
     check_enough_rows(n_finite, summary.n_rows)
     k = summary.data.n_samples
+    if k == 1 and summary.data.spread is not None and not np.any(summary.data.spread > 0):
+        # one microcluster with no spread: every finite row is the same point, as the in-memory check says
+        raise ValueError("Every feature of X is constant; there is no direction to split along.")
     if k < 2:
         raise ValueError(
             f"The summary of X's {n_finite} finite rows has {k} microcluster{'' if k == 1 else 's'} (one per "
