@@ -54,6 +54,10 @@ def test_point08_index_without_admissible_split_gives_finite_point(method):
     split = index.evaluate(p, w, None, np.empty(4))
     assert not index.stage_done(split) and split.b in (0.5, 1.5, 2.5)
     assert split.weight_below == w[p < split.b].sum()
+    # two groups of 3 and 2 with min_size = 3: no admissible split; the would-be split is the index's best gap
+    p = np.array([0.0, 0.1, 0.2, 5.0, 5.1])
+    split = index.evaluate(p, np.ones(5), None, np.empty(5))
+    assert not index.stage_done(split) and split.b == pytest.approx(2.6)
 
 
 @pytest.mark.filterwarnings("ignore:X has 1 constant column")
