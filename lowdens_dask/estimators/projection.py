@@ -53,6 +53,19 @@ def _rank_and_null_space(data, name: str) -> tuple[int, np.ndarray]:
     return rank, vecs[:, rank:]
 
 
+_ATTRIBUTES_DOC = """
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features)
+        The directions, orthonormal rows, each within the span of the centred rows.
+    n_components_ : int
+        How many were found: ``n_components``, or fewer when X varies along fewer directions once centred
+        (rank-deficient data, constant columns); the fit then warns how many were found and why.
+    stats_ : list of dict
+        The index's statistics of each direction's split.
+    """
+
+
 class _ProjectionPursuit(TransformerMixin, BaseEstimator):
     """Base class: ``n_components`` successive directions of the index ``_method``.
 
@@ -145,15 +158,6 @@ class MDHProjection(_ProjectionPursuit):
     bandwidth, alphas, eta, eps, maxiter, ftol, min_size
         As for :class:`~lowdens_dask.MDH`.
 
-    Attributes
-    ----------
-    components_ : ndarray of shape (n_components_, n_features)
-        The directions, orthonormal rows, each within the span of the centred rows.
-    n_components_ : int
-        How many were found: ``n_components``, or fewer when X varies along fewer directions once centred
-        (rank-deficient data, constant columns); the fit then warns how many were found and why.
-    stats_ : list of dict
-        The index's statistics of each direction's split.
     """
 
     _method = "mdh"
@@ -205,15 +209,6 @@ class NCutProjection(_ProjectionPursuit):
     scale, maxiter, ftol, min_size
         As for :class:`~lowdens_dask.NCutH`.
 
-    Attributes
-    ----------
-    components_ : ndarray of shape (n_components_, n_features)
-        The directions, orthonormal rows, each within the span of the centred rows.
-    n_components_ : int
-        How many were found: ``n_components``, or fewer when X varies along fewer directions once centred
-        (rank-deficient data, constant columns); the fit then warns how many were found and why.
-    stats_ : list of dict
-        The index's statistics of each direction's split.
     """
 
     _method = "ncut"
@@ -252,15 +247,6 @@ class MCProjection(_ProjectionPursuit):
     maxiter, ftol, min_size, random_state
         As for :class:`~lowdens_dask.MCH`.
 
-    Attributes
-    ----------
-    components_ : ndarray of shape (n_components_, n_features)
-        The directions, orthonormal rows, each within the span of the centred rows.
-    n_components_ : int
-        How many were found: ``n_components``, or fewer when X varies along fewer directions once centred
-        (rank-deficient data, constant columns); the fit then warns how many were found and why.
-    stats_ : list of dict
-        The index's statistics of each direction's split.
     """
 
     _method = "mc"
@@ -286,3 +272,7 @@ class MCProjection(_ProjectionPursuit):
 
     def _index_params(self) -> dict:
         return {"maxiter": self.maxiter, "ftol": self.ftol, "random_state": self.random_state}
+
+
+for _estimator in (MDHProjection, NCutProjection, MCProjection):
+    _estimator.__doc__ = _estimator.__doc__.rstrip() + "\n" + _ATTRIBUTES_DOC
