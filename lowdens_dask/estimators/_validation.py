@@ -166,6 +166,23 @@ def check_positive_int(value, name: str, allow_none: bool = False) -> None:
         raise ValueError(f"{name} must be a positive integer{' or None' if allow_none else ''}; got {value!r}.")
 
 
+def check_n_clusters_auto(est) -> None:
+    """Checks of ``n_clusters`` (a positive integer, None or "auto"), ``max_clusters`` and ``significance_level``."""
+    name = type(est).__name__
+    if not (isinstance(est.n_clusters, str) and est.n_clusters == "auto"):
+        if est.n_clusters is not None and (
+            not isinstance(est.n_clusters, numbers.Integral) or isinstance(est.n_clusters, bool) or est.n_clusters < 1
+        ):
+            raise ValueError(f"{name}: n_clusters must be a positive integer, None or 'auto'; got {est.n_clusters!r}.")
+    check_positive_int(est.max_clusters, f"{name}: max_clusters", allow_none=True)
+    level = est.significance_level
+    if not (isinstance(level, numbers.Real) and not isinstance(level, bool) and 0 < level < 1):
+        raise ValueError(
+            f"{name}: significance_level (the p-value below which n_clusters='auto' splits a leaf) must be a number "
+            f"strictly between 0 and 1; got {level!r}."
+        )
+
+
 def check_mdh_params(est) -> None:
     """Checks of the MDP² parameters shared by the MDH estimators; errors name the estimator."""
     name = type(est).__name__

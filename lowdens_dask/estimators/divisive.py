@@ -16,6 +16,7 @@ from .._warnings import warn
 from ..backend import as_dask_array
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
+from ..pursuit.significance import SplitTest
 from ..tree.grower import grow_tree
 from ._base import TreeFitMixin
 from ._progress import progress_bar
@@ -32,7 +33,7 @@ from ._validation import (
     check_bandwidth,
     check_fit_rows,
     check_mdh_params,
-    check_positive_int,
+    check_n_clusters_auto,
     labels_with_skipped,
     predict_rows,
 )
@@ -62,7 +63,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
 
     def _check_params(self) -> None:
         name = type(self).__name__
-        check_positive_int(self.n_clusters, f"{name}: n_clusters", allow_none=True)
+        check_n_clusters_auto(self)
         if not (callable(self.split_index) or self.split_index in self._split_indices):
             raise ValueError(
                 f"{name}: split_index must be one of {tuple(self._split_indices)} or a callable; "
@@ -98,22 +99,25 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
     def _fit_data(self, data, frame, parallel: int, refine) -> None:
         rows = data if data.chunked else None if refine is None else refine.rows
         passes = None if rows is None else (lambda: rows.counter.total)
-        bar = progress_bar(type(self).__name__, self.n_clusters, passes, draw=rows is not None)
+        target, test = growth_target(self)
+        told = isinstance(self.n_clusters, numbers.Integral)
+        bar = progress_bar(type(self).__name__, target, passes, draw=rows is not None)
         try:
             growth = grow_tree(
                 data,
                 self._method,
                 self._index_params(),
-                n_clusters=self.n_clusters,
+                n_clusters=target,
                 rank=self._rank,
                 lazy=self.split_index == "size",
                 min_size=self.min_size,
                 frame=frame,
-                force=bool(self.force_n_clusters) and self.n_clusters is not None,
+                force=bool(self.force_n_clusters) and told,
                 parallel=parallel,
                 refine=refine,
                 max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
                 progress=bar,
+                test=test,
             )
         finally:
             if bar is not None:
@@ -125,7 +129,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
                 f"{self.n_clusters}: no leaf had a valid {self._method} split (they are marked forced in tree_; "
                 "force_n_clusters=False stops at the last valid split)."
             )
-        if self.n_clusters is not None and growth.n_leaves < self.n_clusters:
+        if told and growth.n_leaves < self.n_clusters:
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
                 + ("can be split further." if self.force_n_clusters else f"has a valid {self._method} split.")
@@ -144,6 +148,17 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         if is_chunked_input(X):
             return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
         return predict_rows(self, X, self.tree_.predict, dtype=[np.float64, np.float32])  # float32 routed as it is
+
+
+def growth_target(est) -> tuple[int | None, SplitTest | None]:
+    """The number of leaves to grow to (None: while a valid split exists) and, for ``n_clusters="auto"``, the
+    held-out test each split must pass (its halves drawn from ``random_state``, 0 when None)."""
+    if isinstance(est.n_clusters, str):  # "auto"
+        seed = int(est.random_state) if isinstance(est.random_state, numbers.Integral) else 0
+        return est.max_clusters, SplitTest(float(est.significance_level), seed)
+    if est.n_clusters is None:
+        return est.max_clusters, None
+    return est.n_clusters, None
 
 
 def _size(node, data, hp) -> float:
@@ -170,9 +185,13 @@ class MDHClustering(_DivisiveClustering):
 
     Parameters
     ----------
-    n_clusters : int or None, default=8
-        Number of leaves to grow. None splits until no leaf has a valid split.
-    split_index : {"size", "fval", "rdepth"} or callable, default="size"
+    n_clusters : int, None or "auto", default=8
+        Number of leaves to grow. None splits until no leaf has a valid split (PPCI's ``mddc``). "auto" splits
+        a leaf only while its split is significant against a one-cluster null: the split is found on a random
+        half of the leaf's rows (microclusters in summary mode) and Hartigan's dip test of the other half's
+        projections must reject unimodality at ``significance_level``
+        (:mod:`lowdens_dask.pursuit.significance`); the split made is the one tested, and every node records
+        its ``dip``, ``p_value`` and ``n_test`` in ``tree_`` (the leaves their would-be split's).
         Which leaf to split next: the largest, the one whose hyperplane has the lowest density, or the
         largest relative depth. A callable receives ``(X_leaf, hyperplane)`` and returns a number.
     min_size : float, default=1
@@ -182,7 +201,12 @@ class MDHClustering(_DivisiveClustering):
         hyperplane the projection index prefers (for MDH and dePDDP, the one through the lowest density; ties to
         the leaf the split index prefers) with that hyperplane (the node is marked ``forced`` in ``tree_``)
         and warn once. False stops at the last valid split (PPCI's ``mddc``; a warning says how many
-        clusters were formed).
+        clusters were formed). Only for an integer ``n_clusters``.
+    max_clusters : int or None, default=None
+        With ``n_clusters="auto"`` or None, grow at most this many leaves (None: no cap).
+    significance_level : float, default=0.01
+        With ``n_clusters="auto"``: a leaf is split only if its held-out dip test's p-value is below this (a
+        level per split, in (0, 1); not MDH's ``alphas``, which bound the hyperplane's offset).
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
         As for :class:`~lowdens_dask.MDH`, applied at every node.
     mode : {"auto", "exact", "summary"}, default="auto"
@@ -248,11 +272,13 @@ class MDHClustering(_DivisiveClustering):
 
     def __init__(
         self,
-        n_clusters: int | None = 8,
+        n_clusters: int | str | None = 8,
         *,
         split_index: str | Callable = "size",
         min_size: float = 1,
         force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         bandwidth: float | str | Callable | None = None,
         alphas: Sequence[float] | None = None,
         v0: np.ndarray | Callable | None = None,
@@ -274,6 +300,8 @@ class MDHClustering(_DivisiveClustering):
         self.split_index = split_index
         self.min_size = min_size
         self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.bandwidth = bandwidth
         self.refine = refine
         self.alphas = alphas
@@ -319,11 +347,12 @@ class PDDP(_DivisiveClustering):
 
     Parameters
     ----------
-    n_clusters : int or None, default=8
+    n_clusters : int, None or "auto", default=8
     split_index : {"scatter", "size"} or callable, default="scatter"
         Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean).
     min_size : float, default=1
     force_n_clusters : bool, default=True
+    max_clusters, significance_level
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
@@ -340,11 +369,13 @@ class PDDP(_DivisiveClustering):
 
     def __init__(
         self,
-        n_clusters: int | None = 8,
+        n_clusters: int | str | None = 8,
         *,
         split_index: str | Callable = "scatter",
         min_size: float = 1,
         force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -358,6 +389,8 @@ class PDDP(_DivisiveClustering):
         self.split_index = split_index
         self.min_size = min_size
         self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
@@ -380,7 +413,7 @@ class DePDDP(_DivisiveClustering):
 
     Parameters
     ----------
-    n_clusters : int or None, default=8
+    n_clusters : int, None or "auto", default=8
     split_index : {"fval", "size"} or callable, default="fval"
         "fval" splits the leaf whose minimum has the lowest density (the dePDDP rule).
     bandwidth : None, "silverman", float or callable, default=None
@@ -389,6 +422,8 @@ class DePDDP(_DivisiveClustering):
     force_n_clusters : bool, default=True
         As for :class:`~lowdens_dask.MDHClustering`; a leaf with a unimodal projection is then split at
         its mean (PDDP's split).
+    max_clusters, significance_level
+        As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
@@ -404,12 +439,14 @@ class DePDDP(_DivisiveClustering):
 
     def __init__(
         self,
-        n_clusters: int | None = 8,
+        n_clusters: int | str | None = 8,
         *,
         split_index: str | Callable = "fval",
         bandwidth: float | str | Callable | None = None,
         min_size: float = 1,
         force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -424,6 +461,8 @@ class DePDDP(_DivisiveClustering):
         self.bandwidth = bandwidth
         self.min_size = min_size
         self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
@@ -455,13 +494,14 @@ class IPDDP(_DivisiveClustering):
 
     Parameters
     ----------
-    n_clusters : int or None, default=8
+    n_clusters : int, None or "auto", default=8
     split_index : {"gap", "size"} or callable, default="gap"
         "gap" splits the leaf with the widest gap (HiPart's rule), "size" the largest leaf.
     percentile : float, default=0.1
         Fraction of the points (total weight) on each side of the projection that no split may cut off.
     min_size : float, default=1
     force_n_clusters : bool, default=True
+    max_clusters, significance_level
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
@@ -478,12 +518,14 @@ class IPDDP(_DivisiveClustering):
 
     def __init__(
         self,
-        n_clusters: int | None = 8,
+        n_clusters: int | str | None = 8,
         *,
         split_index: str | Callable = "gap",
         percentile: float = 0.1,
         min_size: float = 1,
         force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -498,6 +540,8 @@ class IPDDP(_DivisiveClustering):
         self.percentile = percentile
         self.min_size = min_size
         self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster

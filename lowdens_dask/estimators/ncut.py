@@ -105,11 +105,11 @@ class NCutClustering(_DivisiveClustering):
 
     Parameters
     ----------
-    n_clusters : int or None, default=8
+    n_clusters : int, None or "auto", default=8
     split_index : {"fval", "size"} or callable, default="fval"
         "fval" splits the leaf whose hyperplane has the lowest normalised cut (index ``1 / (1 + ncut)``,
         PPCI's), "size" the largest leaf.
-    min_size, force_n_clusters
+    min_size, force_n_clusters, max_clusters, significance_level
         As for :class:`~lowdens_dask.MDHClustering`.
     scale, v0, maxiter, ftol, standardize
         As for :class:`NCutH`, applied at every node (``v0`` None or a callable of the node's rows).
@@ -127,11 +127,13 @@ class NCutClustering(_DivisiveClustering):
 
     def __init__(
         self,
-        n_clusters: int | None = 8,
+        n_clusters: int | str | None = 8,
         *,
         split_index: str | Callable = "fval",
         min_size: float = 1,
         force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         scale: float | Callable | None = None,
         v0: Callable | None = None,
         maxiter: int = 50,
@@ -150,6 +152,8 @@ class NCutClustering(_DivisiveClustering):
         self.split_index = split_index
         self.min_size = min_size
         self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.scale = scale
         self.v0 = v0
         self.maxiter = maxiter

@@ -118,12 +118,12 @@ class MCClustering(_DivisiveClustering):
 
     Parameters
     ----------
-    n_clusters : int or None, default=8
+    n_clusters : int, None or "auto", default=8
     split_index : {"Fdist", "fval", "size"} or callable, default="Fdist"
         "Fdist" (PPCI's default): below 2,000 rows the leaf whose variance ratio is least likely under the
         non-central F distribution of one cluster (:func:`f_distribution_index`), else the largest leaf;
         "fval" the largest variance ratio; "size" the largest leaf.
-    min_size, force_n_clusters
+    min_size, force_n_clusters, max_clusters, significance_level
         As for :class:`~lowdens_dask.MDHClustering`.
     v0, maxiter, ftol, random_state, standardize
         As for :class:`MCH`, applied at every node (``v0`` None or a callable of the node's rows).
@@ -140,11 +140,13 @@ class MCClustering(_DivisiveClustering):
 
     def __init__(
         self,
-        n_clusters: int | None = 8,
+        n_clusters: int | str | None = 8,
         *,
         split_index: str | Callable = "Fdist",
         min_size: float = 1,
         force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         v0: Callable | None = None,
         maxiter: int = 50,
         ftol: float = 1e-8,
@@ -162,6 +164,8 @@ class MCClustering(_DivisiveClustering):
         self.split_index = split_index
         self.min_size = min_size
         self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.v0 = v0
         self.maxiter = maxiter
         self.ftol = ftol

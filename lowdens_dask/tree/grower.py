@@ -43,6 +43,7 @@ from ..backend.chunked import large_allocations_from_the_heap
 from ..backend.frame import Frame
 from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
+from ..pursuit.significance import SplitTest, halves, significant, with_test
 from .cluster_tree import ClusterTree, Node
 
 #: In summary mode (``parallel`` > 0), leaves of at least this many rows (microclusters) are split in Dask tasks;
@@ -88,6 +89,7 @@ def grow_tree(
     refine: Refine | None = None,
     max_node_bytes: float = 0.0,
     progress: Callable[[int], None] | None = None,
+    test: SplitTest | None = None,
 ) -> Growth:
     """Grow a tree on ``root`` (a data-layer object in the coordinates of ``frame``) with the index ``method``.
 
@@ -95,6 +97,10 @@ def grow_tree(
     hyperplane)`` scores a leaf (larger splits first; ``hyperplane`` is None for an unevaluated leaf when
     ``lazy``). Chunked nodes of at most ``max_node_bytes`` are split on one worker each (see the module
     docstring); ``progress(n_leaves)`` is called after each split.
+
+    With ``test`` (``n_clusters="auto"``, where ``n_clusters`` is the cap), each leaf's split is found on a random
+    half of its rows and is valid only if the other half's dip test along it is significant
+    (:mod:`lowdens_dask.pursuit.significance`); every leaf's test is recorded in its node's ``stats``.
     """
     tree = ClusterTree(root.n_features, method, {**params, "min_size": min_size}, root_size=root.total_weight)
     leaves = {0: root}  # leaf id -> its rows, in the frame
@@ -111,7 +117,7 @@ def grow_tree(
 
     def in_tasks(nodes: list[int]) -> None:
         start, passes = time.perf_counter(), _passes(root)
-        _split_in_tasks(method, params, min_size, nodes, leaves, found, token)
+        _split_in_tasks(method, params, min_size, nodes, leaves, found, token, test)
         for leaf in nodes:
             _log_split(leaf, leaves[leaf], found[leaf], time.perf_counter() - start, _passes(root) - passes, True)
 
@@ -127,7 +133,7 @@ def grow_tree(
             in_tasks([leaf])
             return
         start, passes = time.perf_counter(), _passes(root)
-        found[leaf] = _best_split(method, leaves[leaf], params, min_size, None)
+        found[leaf] = _best_split(method, leaves[leaf], params, min_size, None, test, leaf)
         _log_split(leaf, leaves[leaf], found[leaf], time.perf_counter() - start, _passes(root) - passes, False)
 
     def score(leaf: int) -> float:
@@ -172,8 +178,8 @@ def grow_tree(
                 in_tasks(list(node.children))
             elif not lazy and (children := [c for c in node.children if on_a_worker(c)]):
                 in_tasks(children)  # both are needed: split them at once
-    for leaf, hp in found.items():  # keep computed would-be splits on the final leaves
-        if hp is not None and hp.valid and leaf in leaves:
+    for leaf, hp in found.items():  # keep computed would-be splits (and auto's tests) on the final leaves
+        if hp is not None and (hp.valid or test is not None) and leaf in leaves:
             tree.nodes[leaf].set_hyperplane(method, _to_original(hp, frame))
     root_split = found.get(0)
     n_evaluations = sum(hp.n_evaluations for hp in found.values() if hp is not None)
@@ -275,7 +281,7 @@ def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
     return hp._replace(v=v, b=b)
 
 
-def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> None:
+def _split_in_tasks(method, params, min_size, nodes, leaves, found, token, test) -> None:
     """Split the given leaves at once, each restart of each leaf a named Dask task.
 
     Chunked leaves enter the graph as the task that gathers their rows from the chunks (one worker holds
@@ -293,7 +299,9 @@ def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> No
     }
     jobs = [(c, j) for c in nodes for j in starts]
     tasks = [
-        _split_task(method, data[c], params, min_size, j, dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}")
+        _split_task(
+            method, data[c], params, min_size, j, test, c, dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}"
+        )
         for c, j in jobs
     ]
     literal = sum(leaves[c].X.nbytes for c in nodes if not leaves[c].chunked)
@@ -301,7 +309,7 @@ def _split_in_tasks(method, params, min_size, nodes, leaves, found, token) -> No
     with dask.config.set({"distributed.admin.large-graph-warning-threshold": f"{literal + 10 * 2**20}B"}):
         results = dask.compute(*tasks)
     for c in nodes:
-        found[c] = _combine([r for (cc, _), r in zip(jobs, results) if cc == c], method)
+        found[c] = _combine([r for (cc, _), r in zip(jobs, results) if cc == c], method, test)
 
 
 def _n_starts(method: str, params: dict, n_features: int) -> int:
@@ -309,29 +317,53 @@ def _n_starts(method: str, params: dict, n_features: int) -> int:
     return get_index(method).n_starts(n_features) if params.get("v0") is None else 1
 
 
-def _best_split(method: str, data, params: dict, min_size: float, start: int | None) -> Hyperplane | None:
-    return _combine([_split_from_start(method, data, params, min_size, start)], method)
+def _best_split(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
+    return _combine([_split_from_start(method, data, params, min_size, start, test, node)], method, test)
 
 
-def _split_from_start(method: str, data, params: dict, min_size: float, start: int | None) -> Hyperplane | None:
+def _split_from_start(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
     """The node's split from one restart (all restarts if ``start`` is None), or None if the node is too
-    small to split. A plain function: it runs on workers."""
+    small to split. With ``test``, found on a random half of the rows and tested on the other (on chunked rows,
+    the split is found on every row and the test made on the node's summary, split in halves the same way).
+    A plain function: it runs on workers."""
     if data.n_samples < 2 or data.total_weight < 2 * min_size:
         return None
     if not data.chunked:  # on a Dask worker, arrays of n floats are allocated at every evaluation
         large_allocations_from_the_heap()
-    return find_hyperplane(method, data, min_size=min_size, start=start, **params)
+    if test is None:
+        return find_hyperplane(method, data, min_size=min_size, start=start, **params)
+    if data.chunked:
+        hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
+        summary = data.summarise(SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK, test.seed)
+        held_out = _split_from_start(method, summary, params, min_size, start, test, node)
+        return hp if held_out is None else hp._replace(stats={**hp.stats, **_test_stats(held_out)})
+    fit_rows, test_rows = halves(data, test.seed, node)
+    if fit_rows.n_samples < 2 or test_rows.n_samples < 2:
+        return None
+    hp = find_hyperplane(method, fit_rows, min_size=min_size / 2, start=start, **params)
+    return with_test(hp, test_rows)
+
+
+#: Exact mode on chunked rows with ``n_clusters="auto"``: the summary a node's test is made on.
+SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK = 20, 64
+
+
+def _test_stats(hp: Hyperplane) -> dict:
+    return {key: hp.stats[key] for key in ("dip", "p_value", "n_test")}
 
 
 _split_task = dask.delayed(_split_from_start, pure=True)
 
 
-def _combine(found: list[Hyperplane | None], method: str) -> Hyperplane | None:
-    """The best restart's split (valid or not), with the evaluations and final directions of all of them."""
+def _combine(found: list[Hyperplane | None], method: str, test: SplitTest | None = None) -> Hyperplane | None:
+    """The best restart's split (valid or not), with the evaluations and final directions of all of them; with
+    ``test``, valid only if significant (the index alone picks the restart)."""
     found = [hp for hp in found if hp is not None]
     if not found:
         return None
     best = best_of_starts(found, get_index(method))
+    if test is not None:
+        best = significant(best, test)
     return best._replace(
         n_evaluations=sum(hp.n_evaluations for hp in found), starts=tuple(v for hp in found for v in hp.starts)
     )

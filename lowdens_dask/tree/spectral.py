@@ -18,7 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..backend import InMemoryData
 from ..backend.frame import Frame
+from ..pursuit.significance import SplitTest, dip_test, halves, test_sample
 from ..pursuit.spectral import SpectralSplit, spectral_split
 from .cluster_tree import ClusterTree
 from .rules import HyperplaneRule, NearestCentreRule, SplitRule
@@ -106,14 +108,20 @@ def grow_spectral_tree(
     spread: float = 0.0,
     random_state: int | None = None,
     split_index: str = "size",
+    test: SplitTest | None = None,
 ) -> SpectralGrowth:
     """Grow a tree of ``n_clusters`` leaves on the points ``X`` (weights ``weights``, in ``frame``) by
     splitting, with :func:`spectral_split` (``params``), the largest leaf (``split_index="size"``) or the leaf
     whose split has the lowest λ₂ (``"fval"``: every leaf's split is computed); ``min_side`` is the balance
     each split is asked for. Leaves without two distinct points of positive weight, or whose split would leave a
-    side empty, are not split."""
+    side empty, are not split.
+
+    With ``test`` (``n_clusters="auto"``; ``n_clusters`` is then the cap, None for none), a leaf's split is found
+    on a random half of its points and made only if the other half's dip test along the direction between the
+    two sides' projected centres is significant (:mod:`lowdens_dask.pursuit.significance`); every leaf records
+    its test in ``stats``."""
     rows = _RowsInMemory(X, weights, frame, spread)
-    return _grow(rows, X.shape[1], method, params, n_clusters, min_side, frame, random_state, split_index)
+    return _grow(rows, X.shape[1], method, params, n_clusters, min_side, frame, random_state, split_index, test)
 
 
 def grow_spectral_tree_chunked(
@@ -128,15 +136,25 @@ def grow_spectral_tree_chunked(
     frame: Frame = Frame(),
     random_state: int | None = None,
     split_index: str = "size",
+    test: SplitTest | None = None,
 ) -> SpectralGrowth:
     """:func:`grow_spectral_tree` over chunked rows (``root``, a ``ChunkedNode`` in ``frame``): each leaf's
     points are chunk-local k-means microclusters of its own rows (one pass), which the split reduces to its
     ``n_microclusters``; two more passes count the sides' rows."""
     rows = _RowsInChunks(root, rows_per_microcluster, max_per_chunk)
-    return _grow(rows, root.n_features, method, params, n_clusters, min_side, frame, random_state, split_index)
+    return _grow(rows, root.n_features, method, params, n_clusters, min_side, frame, random_state, split_index, test)
 
 
-def _grow(rows, n_features, method, params, n_clusters, min_side, frame, random_state, split_index) -> SpectralGrowth:
+def _test_direction(split: SpectralSplit) -> np.ndarray:
+    """The unit direction (in the points' coordinates) from side 0's projected centres to side 1's."""
+    u = split.V @ (split.centres[split.sides].mean(axis=0) - split.centres[~split.sides].mean(axis=0))
+    norm = float(np.linalg.norm(u))
+    return u / norm if norm > 0 else split.V[:, 0]
+
+
+def _grow(
+    rows, n_features, method, params, n_clusters, min_side, frame, random_state, split_index, test=None
+) -> SpectralGrowth:
     root = rows.root()
     tree = ClusterTree(n_features, method, params, root_size=rows.size(root))
     leaves = {0: root}
@@ -144,6 +162,8 @@ def _grow(rows, n_features, method, params, n_clusters, min_side, frame, random_
     found: dict = {}  # leaf id -> (split, rule in the original coordinates, parts, part sizes), or None
     rng = np.random.default_rng(random_state)
     evaluations = 0
+    tests: dict = {}  # leaf id -> its held-out test (n_clusters="auto")
+    target = np.inf if n_clusters is None else n_clusters
 
     def compute(leaf: int) -> None:
         nonlocal evaluations
@@ -155,14 +175,28 @@ def _grow(rows, n_features, method, params, n_clusters, min_side, frame, random_
         found[leaf] = None
         if len(positive) < 2 or np.ptp(positive, axis=0).max() == 0:
             return
-        split = spectral_split(X, weights, min_side=min_side, spread=spread, random_state=seed, **params)
+        if test is None:
+            split = spectral_split(X, weights, min_side=min_side, spread=spread, random_state=seed, **params)
+        else:
+            points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
+            fit, held = halves(points, test.seed, leaf)
+            if len(fit.X[fit.weights > 0]) < 2:
+                return
+            split = spectral_split(
+                fit.X, fit.weights, min_side=min_side / 2, spread=spread, random_state=seed, **params
+            )
+            tests[leaf] = dip_test(test_sample(held, _test_direction(split)))
         evaluations += split.n_evaluations
         original = split_rule(split, frame)
         parts, part_sizes = rows.split(leaves[leaf], split_rule(split), original)
+        if test is not None:
+            tests[leaf]["original"] = original
+            if tests[leaf]["p_value"] >= test.level:
+                return
         if min(part_sizes) > 0:
             found[leaf] = (split, original, parts, part_sizes)
 
-    while len(leaves) < n_clusters:
+    while len(leaves) < target:
         if split_index == "fval":  # every leaf's split, then the least connected one (the lowest λ₂)
             for leaf in leaves:
                 compute(leaf)
@@ -180,9 +214,17 @@ def _grow(rows, n_features, method, params, n_clusters, min_side, frame, random_
                 continue
         split, original, parts, part_sizes = found.pop(leaf)
         stats = {"fval": split.value, "eigenvalue": split.eigenvalue, "balanced": float(split.balanced)}
+        stats.update(_test_stats(tests.pop(leaf, {})))
         node = tree.add_rule_split(leaf, method, original, part_sizes, split.params, stats)
         del leaves[leaf]
         for child, part, size in zip(node.children, parts, part_sizes):
             leaves[child], sizes[child] = part, size
+    for leaf, record in tests.items():  # auto: the leaves' would-be splits and their tests
+        if leaf in leaves:
+            tree.nodes[leaf].set_rule(method, record["original"], {}, _test_stats(record))
     unbalanced = sum(1 for node in tree if not node.is_leaf and not node.stats["balanced"])
     return SpectralGrowth(tree, len(leaves), evaluations, unbalanced)
+
+
+def _test_stats(record: dict) -> dict:
+    return {key: record[key] for key in ("dip", "p_value", "n_test") if key in record}

@@ -1,0 +1,85 @@
+"""The significance of a split found by projection pursuit, against a one-cluster null (``n_clusters="auto"``).
+
+A pursued hyperplane is chosen to make its projection look bimodal, so a test of unimodality on the rows that
+chose it is anti-conservative. The split is therefore found on a random half of the node's rows and tested on
+the other half (sample splitting, as in Cox, Biometrika 62(2), 1975, and Wasserman & Roeder's "screen and
+clean", Ann. Statist. 37(5A), 2009): given the direction, the held-out half is an independent sample of the
+node's distribution, so under a unimodal null (one Gaussian, one uniform cube) its projection is unimodal and
+Hartigan's dip test (:mod:`lowdens_dask.kernels.dip`, calibrated on the uniform, its least favourable unimodal
+null) gives a valid p-value for every index, every n and every dimension. The split made is the one tested.
+
+Summaries (microclusters with weights and spreads) are split by microcluster. The held-out half is tested
+as the distribution it stands for: each microcluster a normal along the direction (its mean's projection, its
+spread as the variance), read at evenly spaced quantiles into a sample of as many points as the rows it holds,
+at most :data:`SUMMARY_TEST_ROWS` (the test's resolution: a summary is only an approximation of its rows).
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import ndtri
+
+from ..kernels.dip import dip_pvalue, dip_statistic, spread_ties
+from .hyperplanes import Hyperplane
+
+#: Summary mode: the held-out half is tested as a sample of at most this many points (see the module docstring).
+SUMMARY_TEST_ROWS = 5_000
+
+
+class SplitTest(NamedTuple):
+    """How ``n_clusters="auto"`` tests a node's split: the significance level and the seed of the halves."""
+
+    level: float
+    seed: int
+
+
+def halves(data, seed: int, node: int):
+    """The node's rows (or microclusters) in two random halves: ``(fit, test)``, drawn from ``(seed, node)``."""
+    rng = np.random.default_rng([seed, node])
+    order = rng.permutation(data.n_samples)
+    half = data.n_samples // 2
+    return data.take(np.sort(order[:half])), data.take(np.sort(order[half:]))
+
+
+def test_sample(data, v: np.ndarray) -> np.ndarray:
+    """The held-out rows' projections on ``v``, sorted; for weighted rows or a summary, the distribution they
+    stand for read at evenly spaced quantiles (see the module docstring)."""
+    p = data.project(v)
+    w = data.weights
+    if data.spread is None and np.all(w == 1.0):
+        return np.sort(p)
+    size = int(min(max(round(data.total_weight), 2), SUMMARY_TEST_ROWS))
+    share = w * (size / w.sum())
+    counts = np.floor(share).astype(np.int64)
+    short = size - counts.sum()
+    if short > 0:  # largest remainders
+        counts[np.argsort(counts - share)[:short]] += 1
+    sd = np.zeros_like(p) if data.spread is None else np.sqrt(np.maximum(data.spread, 0.0))
+    owner = np.repeat(np.arange(len(p)), counts)
+    within = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    z = ndtri((within + 0.5) / counts[owner])
+    return np.sort(p[owner] + sd[owner] * z)
+
+
+def dip_test(sample: np.ndarray) -> dict:
+    """Hartigan's dip test of unimodality on a sample (ties spread, :func:`~lowdens_dask.kernels.dip.spread_ties`):
+    the statistics a node records, ``dip``, ``p_value`` and ``n_test``."""
+    x = spread_ties(sample)
+    if x.size < 4 or x[0] == x[-1]:
+        return {"dip": 0.0, "p_value": 1.0, "n_test": float(x.size)}
+    dip = float(dip_statistic(x))
+    return {"dip": dip, "p_value": dip_pvalue(dip, x.size), "n_test": float(x.size)}
+
+
+def with_test(hp: Hyperplane, test_rows) -> Hyperplane:
+    """``hp`` (found on the other half) with the dip test of ``test_rows`` along it in ``stats``."""
+    return hp._replace(stats={**hp.stats, **dip_test(test_sample(test_rows, hp.v))})
+
+
+def significant(hp: Hyperplane, test: SplitTest) -> Hyperplane:
+    """``hp`` valid only if its index accepts it and its held-out p-value is below the level."""
+    return hp._replace(valid=hp.valid and hp.stats.get("p_value", 1.0) < test.level)
