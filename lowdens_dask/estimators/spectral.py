@@ -23,8 +23,8 @@ from ._scale_out import (
     exact_frame,
     rows_frame,
 )
-from ._validation import check_positive_int, single_threaded_blas
-from .divisive import _DivisiveClustering
+from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
+from .divisive import _DivisiveClustering, growth_target
 
 #: The legal ``scale_multiplier``: the paper's sensitivity study uses 0.1 to 10 (Figs. 7-8). Far below 1 every
 #: similarity between distinct points underflows to 0 (the graph has no edges, λ₂ = 0 for every projection) and far
@@ -121,6 +121,10 @@ _ATTRIBUTES_DOC = """
 """
 
 
+#: ``n_clusters="auto"`` without ``max_clusters``: each split is asked for the balance of this many clusters.
+AUTO_BALANCE_CLUSTERS = 10
+
+
 class _SpectralClustering(_DivisiveClustering):
     """What the spectral estimators share: the divisive fit (rows in memory, the scale-out engine's summaries in
     summary mode, or each node's own rows in exact mode on chunks) with the spectral tree grower
@@ -142,7 +146,10 @@ class _SpectralClustering(_DivisiveClustering):
 
     def _check_params(self) -> None:
         name = type(self).__name__
-        check_positive_int(self._n_clusters(), f"{name}: n_clusters")
+        if self._n_clusters() == "auto":
+            check_n_clusters_auto(self)
+        else:
+            check_positive_int(self._n_clusters(), f"{name}: n_clusters")
         check_positive_int(self.n_components, f"{name}: n_components")
         if not (isinstance(self.n_microclusters, numbers.Integral) and not isinstance(self.n_microclusters, bool)) or (
             self.n_microclusters < 2
@@ -193,6 +200,8 @@ class _SpectralClustering(_DivisiveClustering):
         if self.min_side is not None:
             return float(self.min_side)
         k = self._n_clusters()
+        if k == "auto":
+            k = AUTO_BALANCE_CLUSTERS if self.max_clusters is None else self.max_clusters
         return total / k / 5 if SCHEMES[self.scheme]["min_side_rule"] == "package" else total / (2 * k)
 
     def _fit_node(self, root) -> None:
@@ -203,13 +212,14 @@ class _SpectralClustering(_DivisiveClustering):
                 node,
                 self._method,
                 self._split_params(),
-                n_clusters=self._n_clusters(),
+                n_clusters=self._target()[0],
                 min_side=self._min_side(node.total_weight),
                 rows_per_microcluster=self.rows_per_microcluster,
                 max_per_chunk=MAX_MICROCLUSTERS_PER_CHUNK,
                 frame=frame,
                 random_state=self.random_state,
                 split_index=self._split_index(),
+                test=self._target()[1],
             )
         self._set_growth(growth)
 
@@ -226,17 +236,22 @@ class _SpectralClustering(_DivisiveClustering):
                 weights,
                 self._method,
                 self._split_params(),
-                n_clusters=self._n_clusters(),
+                n_clusters=self._target()[0],
                 min_side=self._min_side(float(weights.sum())),
                 frame=frame,
                 spread=within,
                 random_state=self.random_state,
                 split_index=self._split_index(),
+                test=self._target()[1],
             )
         self._set_growth(growth)
 
+    def _target(self):
+        """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
+        return growth_target(self) if self._n_clusters() == "auto" else (self._n_clusters(), None)
+
     def _set_growth(self, growth) -> None:
-        if growth.n_leaves < self._n_clusters():
+        if self._n_clusters() != "auto" and growth.n_leaves < self._n_clusters():
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
                 "leaf has two distinct rows of positive weight that it can separate."
@@ -291,8 +306,14 @@ class SCPPClustering(_SpectralClustering):
 
     Parameters
     ----------
-    n_clusters : int, default=8
-        Number of clusters (leaves).
+    n_clusters : int or "auto", default=8
+        Number of clusters (leaves). "auto": split a leaf only while its split is significant against a
+        one-cluster null (as for :class:`~lowdens_dask.MDHClustering`): the split is found on a random half of the
+        leaf's points and the other half's dip test along the direction between the two sides' projected
+        centres must reject unimodality at ``significance_level``; the balance asked of each split is then that of
+        ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
+    max_clusters, significance_level
+        As for :class:`~lowdens_dask.MDHClustering`.
     split_index : {"size", "fval"}, default="size"
         Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
         the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
@@ -306,9 +327,11 @@ class SCPPClustering(_SpectralClustering):
 
     def __init__(
         self,
-        n_clusters: int = 8,
+        n_clusters: int | str = 8,
         *,
         split_index: str = "size",
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         n_components: int = 2,
         laplacian: str = "normalized",
         scheme: str = "package",
@@ -387,8 +410,14 @@ class LMSCClustering(_SpectralClustering):
 
     Parameters
     ----------
-    n_clusters : int, default=8
-        Number of clusters (leaves).
+    n_clusters : int or "auto", default=8
+        Number of clusters (leaves). "auto": split a leaf only while its split is significant against a
+        one-cluster null (as for :class:`~lowdens_dask.MDHClustering`): the split is found on a random half of the
+        leaf's points and the other half's dip test along the direction between the two sides' projected
+        centres must reject unimodality at ``significance_level``; the balance asked of each split is then that of
+        ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
+    max_clusters, significance_level
+        As for :class:`~lowdens_dask.MDHClustering`.
     split_index : {"size", "fval"}, default="size"
         Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
         the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
@@ -404,9 +433,11 @@ class LMSCClustering(_SpectralClustering):
 
     def __init__(
         self,
-        n_clusters: int = 8,
+        n_clusters: int | str = 8,
         *,
         split_index: str = "size",
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         n_components: int = 1,
         scheme: str = "paper",
         omega: float = 1.0,
