@@ -13,7 +13,7 @@ from __future__ import annotations
 import dask.base
 import numpy as np
 from scipy.linalg import eigh
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
 #: Above this many features the leading eigenvectors come from Lanczos iterations on X rather than
 #: from a dense d x d covariance matrix.
@@ -91,21 +91,26 @@ class InMemoryData:
         k = min(k, d)
         xc = self.X - self.mean()
         denom = max(self.total_weight - 1.0, 1.0)
-        if d <= DENSE_EIGH_MAX_FEATURES or k >= d - 1:
-            unit = self.weights.min() == 1.0 and self.weights.max() == 1.0
-            xs = xc if unit else xc * np.sqrt(self.weights)[:, None]
-            vals, vecs = eigh(xs.T @ xs / denom, subset_by_index=(d - k, d - 1))
-            vals, vecs = vals[::-1], vecs[:, ::-1]
-        else:
+        vals = vecs = None
+        if d > DENSE_EIGH_MAX_FEATURES and k < d - 1:
             w = self.weights
 
             def matvec(v):
                 return xc.T @ (w * (xc @ v.ravel())) / denom
 
             op = LinearOperator((d, d), matvec=matvec, dtype=np.float64)
-            vals, vecs = eigsh(op, k=k, which="LA", v0=np.full(d, 1.0 / np.sqrt(d)), tol=1e-10)
-            order = np.argsort(vals)[::-1]
-            vals, vecs = vals[order], vecs[:, order]
+            try:
+                vals, vecs = eigsh(op, k=k, which="LA", v0=np.full(d, 1.0 / np.sqrt(d)), tol=1e-10)
+            except ArpackError:  # e.g. "starting vector is zero": the rows do not vary along the ones vector
+                vals = None
+            else:
+                order = np.argsort(vals)[::-1]
+                vals, vecs = vals[order], vecs[:, order]
+        if vals is None:
+            unit = self.weights.min() == 1.0 and self.weights.max() == 1.0
+            xs = xc if unit else xc * np.sqrt(self.weights)[:, None]
+            vals, vecs = eigh(xs.T @ xs / denom, subset_by_index=(d - k, d - 1))
+            vals, vecs = vals[::-1], vecs[:, ::-1]
         idx = np.argmax(np.abs(vecs), axis=0)
         vecs = vecs * np.sign(vecs[idx, np.arange(vecs.shape[1])])
         return np.maximum(vals, 0.0), np.ascontiguousarray(vecs)
