@@ -95,6 +95,7 @@ def load(name):
 
 def _child(conn, key, name):
     """Runs in the forked child: load the set, fit, send back the result (or the error type)."""
+    start = time.perf_counter()
     try:
         X, y = load(name)
         k = int(np.unique(y).size)
@@ -106,18 +107,18 @@ def _child(conn, key, name):
         conn.send({"k_found": k_found, "ari": float(adjusted_rand_score(y, labels)), "seconds": seconds,
                    "note": note, "stats": stats})
     except BaseException as exc:  # noqa: BLE001 - any failure is a finding, reported as one cluster
-        conn.send({"error": type(exc).__name__, "detail": traceback.format_exception_only(exc)[-1].strip()})
+        conn.send({"error": type(exc).__name__, "detail": traceback.format_exception_only(exc)[-1].strip(),
+                   "seconds": time.perf_counter() - start})
 
 
 def run_fit(key, name, timeout):
     """One fit in a forked child with a wall-clock limit; failures and timeouts count as 1 cluster, ARI 0."""
     parent, child = mp.Pipe(duplex=False)
     proc = mp.get_context("fork").Process(target=_child, args=(child, key, name))
-    start = time.perf_counter()
     proc.start()
     child.close()
     try:
-        result = parent.recv() if parent.poll(timeout) else {"error": "timeout", "detail": f"killed after {timeout:g} s"}
+        result = parent.recv() if parent.poll(timeout) else {"error": "timeout", "detail": f"over {timeout:g} s"}
     except EOFError:  # the child died without an answer
         proc.join()
         result = {"error": "crash", "detail": f"child exited with code {proc.exitcode}"}
@@ -126,7 +127,7 @@ def run_fit(key, name, timeout):
         proc.kill()
     proc.join()
     if "error" in result:
-        result.update(k_found=1, ari=0.0, seconds=timeout if result["error"] == "timeout" else float("nan"))
+        result.update(k_found=1, ari=0.0, seconds=result.get("seconds", timeout))
     return result
 
 
@@ -142,13 +143,14 @@ def report(results, names, keys, truth, timeout) -> str:
                         f"{sum(d == 0 for d in dk)}/{len(names)}", (">= " if timed_out else "") + fmt(total, 1),
                         timed_out or "", failed or ""])
     parts = [
-        "## Summary\n\n"
-        f"Ten bundled data sets (or the `--datasets` subset: {len(names)} here), as shipped with constant columns "
-        "dropped. Divisive methods: `Method(n_clusters=\"auto\", random_state=0)`, defaults otherwise (split only if "
-        "the dip test on the held-out half gives p < 0.01); reference rows: `n_clusters=None` and `n_clusters=K` "
-        "(true K). Baselines on z-scored features. Each fit in a forked child process, wall-clock limit "
-        f"{timeout:g} s; a fit that fails or times out counts as K found = 1 and ARI 0 (its seconds: the limit). "
-        "Seconds: the fit alone (GMM: the whole BIC search over 1..2K), one fit, numba kernels from the on-disk cache.",
+        ("## Summary\n\n"
+         f"Bundled data sets ({len(names)} of {len(list_datasets())}), as shipped with constant columns dropped. "
+         "Divisive methods: `Method(n_clusters=\"auto\", random_state=0)`, defaults otherwise (a leaf is split only "
+         "if the dip test on the held-out half gives p < 0.01); reference rows: `n_clusters=None` and "
+         "`n_clusters=K` (true K), random_state=0. Baselines on z-scored features. Each fit runs in a forked child "
+         f"process with a wall-clock limit of {timeout:g} s; a fit that raises or times out counts as K found = 1 "
+         "and ARI 0 (seconds: until it raised, or the limit). Seconds: the fit alone (GMM: the whole BIC search "
+         "over 1..2K), one fit, numba kernels loaded from the on-disk cache."),
         markdown_table(["method", "mean ARI", "median abs(K found - K)", "K exact", "total (s)", "timed out",
                         "failed"], summary),
     ]
@@ -177,7 +179,8 @@ def report(results, names, keys, truth, timeout) -> str:
                 text = (f"{METHODS[key][0]} on {n}: " + (f"{r['error']} ({r['detail']})" if "error" in r
                                                           else r["note"]))
                 notes.append(text)
-                cell += f" [{len(notes)}]"
+                cell += (" (timed out)" if r.get("error") == "timeout" else " (failed)" if "error" in r else "") \
+                    + f" [{len(notes)}]"
             row.append(cell)
         per_set.append(row)
     parts.append("## Per data set: K found / ARI\n\n" + markdown_table(

@@ -56,7 +56,13 @@ __all__ = ["plot_dendrogram", "plot_node", "plot_tree", "save_plots"]
 #: Colours of the two sides of a split (child 0: below the split, child 1: at or above it) without labels.
 SIDE_COLOURS = ("tab:blue", "tab:orange")
 
-_STAT_NAMES = {"fval": "fval", "relative_depth": "rel. depth", "gap": "gap"}
+_STAT_NAMES = {
+    "fval": "fval",
+    "relative_depth": "rel. depth",
+    "gap": "gap",
+    "p_value": "held-out dip test p",
+    "n_test": "test rows",
+}
 
 
 # ---------------------------------------------------------------------------------------------- input

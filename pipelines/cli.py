@@ -1,7 +1,7 @@
 """The ``lowdens`` command (a console script of the package).
 
     lowdens demo [--out DIR]                       a bundled data set clustered end to end, persisted and plotted
-    lowdens fit INPUT [--method NAME] [--n-clusters K] [--param NAME=VALUE ...] [--labels PATH] [--store RUNS]
+    lowdens fit INPUT [--method NAME] [--n-clusters K|auto] [--param NAME=VALUE ...] [--labels PATH] [--store RUNS]
                       [--run-id ID] [--header | --no-header] [--scheduler ADDRESS | --workers N | --cluster-class
                       CLASS --cluster-kwargs JSON]
     lowdens predict RUN INPUT --out OUT            OUT's suffix picks the format: .zarr, .npy, .csv, .parquet
@@ -49,6 +49,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"lowdens: error: {message} (see {self.prog} --help)\n")
 
 
+def _n_clusters(text: str) -> int | str:
+    """--n-clusters: "auto" or a positive integer."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer; got {text!r}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -86,10 +99,12 @@ def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--n-clusters",
-        type=_positive_int,
-        default=None,
+        type=_n_clusters,
+        default="auto",
         metavar="K",
-        help="the number of clusters (default: split while a leaf has a valid split)",
+        help="the number of clusters, or 'auto' (the default): split a leaf only while its split is significant "
+        "against a one-cluster null (a dip test on rows held out of the split's search; --param "
+        "significance_level=0.01 and --param max_clusters=K tune it)",
     )
     parser.add_argument(
         "--param",
@@ -272,8 +287,9 @@ class _Request:
                 "--param nonfinite=skip to leave them unlabelled (-1)."
             )
         n_rows = self.X.shape[0] - (n_bad if self.in_process else 0)
-        if n_rows < 2 or (args.n_clusters or 0) > n_rows:
-            needed = max(2, args.n_clusters or 0)
+        told = args.n_clusters if isinstance(args.n_clusters, int) else 0
+        if n_rows < 2 or told > n_rows:
+            needed = max(2, told)
             raise ValueError(f"{input_path}: {n_rows} row(s) without NaN or inf; at least {needed} are needed.")
         if isinstance(true_labels, str):
             labels = load_labels(true_labels)
@@ -448,15 +464,15 @@ def _demo(args) -> int:
     n_classes = len(np.unique(y))
     print(f"data: {data} ({X.shape[0]} rows, {X.shape[1]} features, {n_classes} classes; labels {labels})")
     where = "on the Prefect server at " + _prefect_api_url() if _prefect_api_url() else "in this process"
-    print(f"running the recluster job ({where}) with {n_classes} clusters ...")
-    fit_args = _parser().parse_args(["fit", str(data), "--n-clusters", str(n_classes)])
+    print(f"running the recluster job ({where}) with --n-clusters auto ...")
+    fit_args = _parser().parse_args(["fit", str(data)])
     fit_args.verbose = args.verbose
     run_id = _Request(fit_args, str(data), true_labels=str(labels)).run(args.store, None)
     run = RunsStore(args.store).get(run_id)
     metrics = run.attrs["metrics"]
     print(f"run: {run_id} in the runs store {args.store} ({run.url})")
     print(
-        f"clusters: {metrics['n_leaves']}; adjusted Rand {metrics['adjusted_rand']:.3f}, "
+        f"clusters: {metrics['n_leaves']} found ({n_classes} classes); adjusted Rand {metrics['adjusted_rand']:.3f}, "
         f"purity {metrics['purity']:.3f}, V-measure {metrics['v_measure']:.3f}"
     )
     written = _save_plots(run, X, y, out / "plots", max_points=2000)

@@ -198,7 +198,7 @@ def publish_artifacts(run, store: str) -> None:
 def recluster_on_dask(
     input_path: str,
     method: str,
-    n_clusters: int | None,
+    n_clusters: int | str | None,
     params: dict,
     random_state: int,
     storage_options: dict | None,
@@ -248,7 +248,7 @@ def recluster_on_dask(
 def recluster(
     input_path: str,
     method: str = "mdh",
-    n_clusters: int | None = None,
+    n_clusters: int | str | None = "auto",
     params: dict | None = None,
     random_state: int = 0,
     store: str = DEFAULT_STORE,

@@ -34,7 +34,7 @@ from .runs import write_labels as write_run_labels
 VERSIONED = ("lowdens-dask", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed", "zarr", "prefect")
 
 
-def make_estimator(method: str, n_clusters: int | None, params: dict | None, random_state: int):
+def make_estimator(method: str, n_clusters: int | str | None, params: dict | None, random_state: int):
     """The registered clustering estimator for ``method``, its parameters checked as its ``fit`` checks them
     first; an unknown method, an unknown parameter or a bad value is a ValueError."""
     if method not in METHODS:
@@ -189,7 +189,7 @@ def _version(name: str) -> str | None:
 def run_job(
     input_path: str,
     method: str = "mdh",
-    n_clusters: int | None = None,
+    n_clusters: int | str | None = "auto",
     params: dict | None = None,
     random_state: int = 0,
     store: str = "./lowdens-runs",

@@ -19,8 +19,12 @@ def _finite_or_none(value) -> float | None:
 
 
 def tree_metrics(tree: ClusterTree) -> dict:
-    """Tree size, and per internal node its size, index value (fval) and relative depth (JSON-ready)."""
-    nodes = [
+    """Tree size (``n_leaves``: the number of clusters found), per internal node its size, index value (fval),
+    relative depth and, for ``n_clusters="auto"``, its split's held-out dip test (``dip``, ``p_value``,
+    ``n_test``); and the leaves' tests of their would-be splits (``leaf_tests``), which were not significant
+    (JSON-ready)."""
+    nodes = sorted(tree.nodes.values(), key=lambda n: n.id)
+    splits = [
         {
             "id": node.id,
             "depth": node.depth,
@@ -29,11 +33,20 @@ def tree_metrics(tree: ClusterTree) -> dict:
             "forced": node.forced,
             "fval": _finite_or_none(node.stats.get("fval", math.nan)),
             "relative_depth": _finite_or_none(node.stats.get("relative_depth", math.nan)),
+            **_test(node),
         }
-        for node in sorted(tree.nodes.values(), key=lambda n: n.id)
+        for node in nodes
         if not node.is_leaf
     ]
-    return {"n_leaves": tree.n_leaves, "n_nodes": len(tree.nodes), "splits": nodes}
+    leaf_tests = [{"id": node.id, "size": node.size, **_test(node)} for node in nodes if node.is_leaf and _test(node)]
+    return {"n_leaves": tree.n_leaves, "n_nodes": len(tree.nodes), "splits": splits, "leaf_tests": leaf_tests}
+
+
+def _test(node) -> dict:
+    """A node's held-out dip test (n_clusters="auto"), or nothing."""
+    if "p_value" not in node.stats:
+        return {}
+    return {key: _finite_or_none(node.stats[key]) for key in ("dip", "p_value", "n_test")}
 
 
 def label_metrics(labels, true_labels=None) -> dict:

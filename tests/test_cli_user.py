@@ -117,8 +117,8 @@ def _nan_rows(p):
 
 
 BAD_INPUT = {
-    "n_clusters 0": ([], ["--n-clusters", "0"], "argument --n-clusters: must be a positive integer; got '0'"),
-    "n_clusters -3": ([], ["--n-clusters", "-3"], "argument --n-clusters: must be a positive integer; got '-3'"),
+    "n_clusters 0": ([], ["--n-clusters", "0"], "argument --n-clusters: must be 'auto' or a positive integer; got '0'"),
+    "n_clusters -3": ([], ["--n-clusters", "-3"], "argument --n-clusters: must be 'auto' or a positive integer; got '-3'"),
     "bad mode": ([], ["--param", "mode=exakt"], "--param mode=exakt"),
     "nan rows": (_nan_rows, [], "2 of the 300 rows"),
     "too small": (lambda p: np.save(p / "X.npy", np.ones((3, 2), "f4")) or "X.npy", ["--n-clusters", "5"], "3 row"),

@@ -379,6 +379,9 @@ class ClusterTree:
     def describe(self) -> str:
         """A text rendering of the tree, one line per node.
 
+        With ``n_clusters="auto"`` every node shows its split's held-out dip test (``dip``, ``p_value``,
+        ``n_test``), and each leaf the test of the split it was not given.
+
         A node's size is "rows at fit": the rows (the sample weight, if weighted) it held when the tree was grown,
         in summary mode those of the microclusters routed to it. ``predict`` routes each row by itself, so the
         rows it sends to a leaf (a run's ``cluster_sizes``) can differ.
@@ -388,7 +391,10 @@ class ClusterTree:
         for node in self:
             pad = "  " * node.depth
             if node.is_leaf:
-                lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit)")
+                test = ""
+                if "p_value" in node.stats:  # n_clusters="auto": its would-be split was not significant
+                    test = f"; its best split not significant: dip {node.stats['dip']:.4g}, p_value {node.stats['p_value']:.4g}"
+                lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit{test})")
             else:
                 stats = ", ".join(f"{key} {value:.4g}" for key, value in node.stats.items())
                 forced = " (forced)" if node.forced else ""
