@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
-from ..backend import as_dask_array
+from ..backend import InMemoryData, as_dask_array
 from ..backend.chunked import map_reduce
 from ..backend.frame import CONSTANT_SCALE, constant_columns
 from ..backend.workers import check_worker_memory, chunk_bytes
@@ -38,6 +38,7 @@ from ..pursuit.msc import (
     orientation,
     solve_moments,
 )
+from ..pursuit.significance import SplitTest, half_indices, mean_difference_test
 from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
 from ._scale_out import (
     check_enough_rows,
@@ -49,7 +50,14 @@ from ._scale_out import (
     route_rows,
     store_labels,
 )
-from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
+from ._validation import (
+    check_fit_input,
+    check_n_clusters_auto,
+    check_positive_int,
+    single_threaded_blas,
+    standardisation,
+)
+from .divisive import growth_target
 
 #: ``solver="auto"`` solves exactly up to this many distinct rows in a node (D of 5,000 rows is 200 MB) and with
 #: landmarks above.
@@ -389,7 +397,17 @@ class _MSCBase(ClusterMixin, BaseEstimator):
 
     def _check_params(self) -> None:
         _check_params(self)
-        check_positive_int(self._n_clusters(), f"{type(self).__name__}: n_clusters")
+        if self._n_clusters() == "auto":
+            check_n_clusters_auto(self)
+        else:
+            check_positive_int(self._n_clusters(), f"{type(self).__name__}: n_clusters")
+
+    def _target(self) -> tuple[float, SplitTest | None]:
+        """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
+        if self._n_clusters() != "auto":
+            return self._n_clusters(), None
+        target, test = growth_target(self)
+        return (np.inf if target is None else target), test
 
     def fit(self, X, y=None, sample_weight=None):
         """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are its leaves' labels."""
@@ -411,13 +429,23 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         tree = ClusterTree(X.shape[1], self._method, {}, root_size=float(weights.sum()))
         leaves, sizes, blocked = {0: np.arange(U.shape[0])}, {0: float(c.sum())}, set()
         rng = np.random.default_rng(self.random_state)
+        target, test = self._target()
+        tested = {}  # auto: leaf -> (would-be rule, params, stats) of a split that was not significant
 
         def split(leaf: int) -> bool:
             idx = leaves[leaf]
-            found = _split_rows(self, U[idx], c[idx], int(rng.integers(2**31 - 1)))
+            seed = int(rng.integers(2**31 - 1))
+            fit = idx if test is None else idx[half_indices(len(idx), test.seed, leaf)[0]]
+            found = _split_rows(self, U[fit], c[fit], seed)
             if found is None:
                 return False
             rule, params, stats = found
+            if test is not None:  # found on one half, tested on the other along the sides' mean difference
+                held = idx[half_indices(len(idx), test.seed, leaf)[1]]
+                stats = {**stats, **mean_difference_test(U[fit], c[fit], rule.side(U[fit]), InMemoryData(U[held], c[held]))}
+                if stats["p_value"] >= test.level:
+                    tested[leaf] = (rule, params, stats)
+                    return False
             side = rule.side(U[idx])
             if side.all() or not side.any():
                 return False
@@ -430,15 +458,22 @@ class _MSCBase(ClusterMixin, BaseEstimator):
             return True
 
         with single_threaded_blas():
-            while len(leaves) < self._n_clusters():
+            while len(leaves) < target:
                 if not _split_largest(leaves, blocked, sizes.__getitem__, split):
                     break
+        for leaf, (rule, params, stats) in tested.items():  # the leaves' tests, with the split they were not given
+            tree.nodes[leaf].set_rule(self._method, rule, params, stats)
         self._set_tree(tree)
 
     def _fit_chunked(self, X, sample_weight) -> _MSCBase:
         name = type(self).__name__
         if sample_weight is not None:
             raise ValueError(f"{name}: sample_weight is not supported for Dask or zarr input.")
+        if self._n_clusters() == "auto":
+            raise ValueError(
+                f"{name}: n_clusters='auto' needs the rows in memory, or mode='summary' for Dask and zarr input (the "
+                "chunked growth splits each leaf on all of its rows, and leaves none out to test the split on)."
+            )
         if self.solver == "exact":
             raise ValueError(
                 f"{name}: solver='exact' needs the rows in memory; Dask and zarr input are fitted with landmarks "
@@ -503,7 +538,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         return next(leaf for leaf in before if not tree.nodes[leaf].is_leaf)
 
     def _set_tree(self, tree: ClusterTree) -> None:
-        if tree.n_leaves < self._n_clusters():
+        if self._n_clusters() != "auto" and tree.n_leaves < self._n_clusters():
             warn(
                 f"Only {tree.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining leaf "
                 "has two distinct rows of positive weight that MSC separates."
@@ -529,8 +564,14 @@ class MSCClustering(_MSCBase):
 
     Parameters
     ----------
-    n_clusters : int, default=8
-        Number of clusters (leaves). Fewer are formed, with a warning, when no leaf can be split."""
+    n_clusters : int or "auto", default=8
+        Number of clusters (leaves). Fewer are formed, with a warning, when no leaf can be split. "auto": a leaf is
+        split only while its split is significant against a one-cluster null: the split is found on a random half
+        of the leaf's distinct rows, and the dip test of the other half along the direction between the two sides'
+        means must reject unimodality at ``significance_level`` (:mod:`lowdens_dask.pursuit.significance`); in
+        memory or with ``mode="summary"``.
+    max_clusters, significance_level
+        As for :class:`~lowdens_dask.MDHClustering`."""
         + _PARAMETERS_DOC
         + _ATTRIBUTES_DOC
         + """    n_passes_ : int
@@ -540,8 +581,10 @@ class MSCClustering(_MSCBase):
 
     def __init__(
         self,
-        n_clusters: int = 8,
+        n_clusters: int | str = 8,
         *,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         weight: str = "alpha3",
         sigma2: float | None = None,
         metric: str = "gaussian",
@@ -556,6 +599,8 @@ class MSCClustering(_MSCBase):
         labels_store: str | None = None,
     ):
         self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.weight = weight
         self.sigma2 = sigma2
         self.metric = metric

@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
-from ..backend import as_dask_array
+from ..backend import InMemoryData, as_dask_array
 from ..pursuit.svm_relabel import (
     GAMMA_RULES,
     PERTURBATIONS,
@@ -27,10 +27,18 @@ from ..pursuit.svm_relabel import (
     support_vector_clusters,
     svm_relabel_split,
 )
+from ..pursuit.significance import SplitTest, half_indices, mean_difference_test
 from ..tree import ClusterTree
 from ..tree.rules import KernelExpansionRule
 from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows
-from ._validation import check_fit_input, check_positive_int, single_threaded_blas, standardisation
+from ._validation import (
+    check_fit_input,
+    check_n_clusters_auto,
+    check_positive_int,
+    single_threaded_blas,
+    standardisation,
+)
+from .divisive import growth_target
 
 #: With ``mode="auto"``, in-memory input with more rows than this (and no sample_weight) is fitted in summary
 #: mode: one pass builds weighted microclusters, so no node's k-means reduction to ``max_points`` runs over
@@ -76,8 +84,14 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    n_clusters : int, default=2
-        Number of leaves (the paper's method is a binary split).
+    n_clusters : int or "auto", default=2
+        Number of leaves (the paper's method is a binary split). "auto": a leaf is split only while its split is
+        significant against a one-cluster null: the split is found on a random half of the leaf's points and the
+        dip test of the other half along the direction between the two sides' means must reject unimodality at
+        ``significance_level`` (:mod:`lowdens_dask.pursuit.significance`; the test's ``p_value`` is in the node's
+        ``stats``, beside ``sse_null_p_value``, the random-labelling null of §4.5).
+    max_clusters, significance_level
+        As for :class:`~lowdens_dask.MDHClustering`.
     C : float, default=1.5
         SVM soft-margin constant (the paper's value for clustering, §4.1). It applies per point of unit weight:
         weights are rescaled to mean 1 and multiply C.
@@ -149,8 +163,10 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
 
     def __init__(
         self,
-        n_clusters: int = 2,
+        n_clusters: int | str = 2,
         *,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
         C: float = 1.5,
         gamma: str | float = "auto",
         annealing: bool = True,
@@ -176,6 +192,8 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         labels_store: str | None = None,
     ):
         self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
         self.C = C
         self.gamma = gamma
         self.annealing = annealing
@@ -203,7 +221,10 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
         name = type(self).__name__
-        check_positive_int(self.n_clusters, f"{name}: n_clusters")
+        if self.n_clusters == "auto":
+            check_n_clusters_auto(self)
+        else:
+            check_positive_int(self.n_clusters, f"{name}: n_clusters")
         _check_real(self.C, f"{name}: C", 0.0)
         _check_gamma(self.gamma, name)
         _check_bool(self.annealing, f"{name}: annealing")
@@ -251,6 +272,13 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         }
 
     # ------------------------------------------------------------------ fitting
+    def _target(self) -> tuple[float, SplitTest | None]:
+        """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
+        if self.n_clusters != "auto":
+            return self.n_clusters, None
+        target, test = growth_target(self)
+        return (np.inf if target is None else target), test
+
     def fit(self, X, y=None, sample_weight=None):
         """Grow the tree on X (array, Dask array or zarr store); ``labels_`` are the leaves' labels."""
         self._check_params()
@@ -280,17 +308,20 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         unsplittable: set[int] = set()
         seeds = check_random_state(self.random_state)
         evaluations = 0
+        target, test = self._target()
+        tested = {}  # auto: leaf -> (would-be rule, params, stats) of a split that was not significant
         with single_threaded_blas():
-            while len(leaves) < self.n_clusters:
+            while len(leaves) < target:
                 candidates = [leaf for leaf in leaves if leaf not in unsplittable]
                 if not candidates:
                     break
                 leaf = max(candidates, key=lambda j: (tree.nodes[j].size, -j))
                 rows = leaves[leaf]
-                w = weights[rows]
-                within = 0.0 if spread is None else Z.shape[1] * float(w @ spread[rows] / w.sum())
+                fit = rows if test is None else rows[half_indices(len(rows), test.seed, leaf)[0]]
+                w = weights[fit]
+                within = 0.0 if spread is None else Z.shape[1] * float(w @ spread[fit] / w.sum())
                 split = svm_relabel_split(
-                    Z[rows], w, spread=within, random_state=int(seeds.randint(2**31 - 1)), **params
+                    Z[fit], w, spread=within, random_state=int(seeds.randint(2**31 - 1)), **params
                 )
                 if split is None:
                     unsplittable.add(leaf)
@@ -298,6 +329,16 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
                 evaluations += split.n_fits
                 support = split.support if mean is None else split.support * scale + mean
                 rule = KernelExpansionRule(support, split.coef, split.intercept, "rbf", split.gamma, scale)
+                test_stats = {}
+                if test is not None:  # found on one half, tested on the other along the sides' mean difference
+                    held = rows[half_indices(len(rows), test.seed, leaf)[1]]
+                    test_rows = InMemoryData(X[held], weights[held], None if spread is None else spread[held])
+                    test_stats = mean_difference_test(X[fit], w, rule.side(X[fit]), test_rows)
+                    if test_stats["p_value"] >= test.level:
+                        tested[leaf] = (rule, {"gamma": split.gamma, "C": float(self.C)}, test_stats)
+                        unsplittable.add(leaf)
+                        continue
+                w = weights[rows]
                 side = rule.side(X[rows])
                 sizes = (float(w[~side].sum()), float(w[side].sum()))
                 if min(sizes) <= 0:  # rounding moved every point of one side across f = 0
@@ -308,13 +349,14 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
                     "sse": split.sse,
                     "sse_null_threshold": split.null_threshold,
                     "sse_null_mean": split.null_mean,
-                    "p_value": split.p_value,
+                    "sse_null_p_value": split.p_value,
                     "converged": float(split.converged),
                     "n_points": split.n_points,
                     "n_support": len(split.coef),
                     "n_svm_fits": split.n_fits,
                     "n_relabel_runs": split.n_runs,
                     "n_successful": split.n_successful,
+                    **test_stats,
                 }
                 node = tree.add_rule_split(
                     leaf, self._method, rule, sizes, {"gamma": split.gamma, "C": float(self.C)}, stats
@@ -322,7 +364,9 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
                 del leaves[leaf]
                 for child, part in zip(node.children, (rows[~side], rows[side])):
                     leaves[child] = part
-        if len(leaves) < self.n_clusters:
+        for leaf, (rule, rule_params, stats) in tested.items():  # the leaves' tests and would-be splits
+            tree.nodes[leaf].set_rule(self._method, rule, rule_params, stats)
+        if test is None and len(leaves) < self.n_clusters:
             warn(
                 f"Only {len(leaves)} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf has "
                 f"a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "

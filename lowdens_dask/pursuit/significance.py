@@ -37,12 +37,16 @@ class SplitTest(NamedTuple):
     seed: int
 
 
+def half_indices(n: int, seed: int, node: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of ``n`` points in two random halves ``(fit, test)``, drawn from ``(seed, node)``."""
+    order = np.random.default_rng([seed, node]).permutation(n)
+    return np.sort(order[: n // 2]), np.sort(order[n // 2 :])
+
+
 def halves(data, seed: int, node: int):
-    """The node's rows (or microclusters) in two random halves: ``(fit, test)``, drawn from ``(seed, node)``."""
-    rng = np.random.default_rng([seed, node])
-    order = rng.permutation(data.n_samples)
-    half = data.n_samples // 2
-    return data.take(np.sort(order[:half])), data.take(np.sort(order[half:]))
+    """The node's rows (or microclusters) in two random halves: ``(fit, test)`` (:func:`half_indices`)."""
+    fit, test = half_indices(data.n_samples, seed, node)
+    return data.take(fit), data.take(test)
 
 
 def test_sample(data, v: np.ndarray) -> np.ndarray:
@@ -73,6 +77,16 @@ def dip_test(sample: np.ndarray) -> dict:
         return {"dip": 0.0, "p_value": 1.0, "n_test": float(x.size)}
     dip = float(dip_statistic(x))
     return {"dip": dip, "p_value": dip_pvalue(dip, x.size), "n_test": float(x.size)}
+
+
+def mean_difference_test(X: np.ndarray, weights: np.ndarray, side: np.ndarray, test_rows) -> dict:
+    """The dip test of ``test_rows`` along the direction from the weighted mean of the rows ``X`` on side 0 of a
+    split found on them to that of side 1 (splits that are no hyperplane: MSC, SVM-relabel)."""
+    u = np.average(X[side], axis=0, weights=weights[side]) - np.average(X[~side], axis=0, weights=weights[~side])
+    norm = float(np.linalg.norm(u))
+    if not norm > 0:
+        return {"dip": 0.0, "p_value": 1.0, "n_test": 0.0}
+    return dip_test(test_sample(test_rows, u / norm))
 
 
 def with_test(hp: Hyperplane, test_rows) -> Hyperplane:

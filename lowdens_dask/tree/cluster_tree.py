@@ -392,7 +392,7 @@ class ClusterTree:
             pad = "  " * node.depth
             if node.is_leaf:
                 test = ""
-                if "p_value" in node.stats:  # n_clusters="auto": its would-be split was not significant
+                if "dip" in node.stats:  # n_clusters="auto": its would-be split was not significant
                     test = f"; its best split not significant: dip {node.stats['dip']:.4g}, p_value {node.stats['p_value']:.4g}"
                 lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit{test})")
             else:
