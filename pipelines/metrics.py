@@ -44,7 +44,7 @@ def tree_metrics(tree: ClusterTree) -> dict:
 
 def _test(node) -> dict:
     """A node's held-out dip test (n_clusters="auto"), or nothing."""
-    if "p_value" not in node.stats:
+    if "dip" not in node.stats:
         return {}
     return {key: _finite_or_none(node.stats[key]) for key in ("dip", "p_value", "n_test")}
 

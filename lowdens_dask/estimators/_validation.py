@@ -166,14 +166,15 @@ def check_positive_int(value, name: str, allow_none: bool = False) -> None:
         raise ValueError(f"{name} must be a positive integer{' or None' if allow_none else ''}; got {value!r}.")
 
 
-def check_n_clusters_auto(est) -> None:
-    """Checks of ``n_clusters`` (a positive integer, None or "auto"), ``max_clusters`` and ``significance_level``."""
+def check_n_clusters_auto(est, allow_none: bool = True) -> None:
+    """Checks of ``n_clusters`` (a positive integer, "auto", or None where ``allow_none``), ``max_clusters`` and
+    ``significance_level``."""
     name = type(est).__name__
-    if not (isinstance(est.n_clusters, str) and est.n_clusters == "auto"):
-        if est.n_clusters is not None and (
-            not isinstance(est.n_clusters, numbers.Integral) or isinstance(est.n_clusters, bool) or est.n_clusters < 1
-        ):
-            raise ValueError(f"{name}: n_clusters must be a positive integer, None or 'auto'; got {est.n_clusters!r}.")
+    n = est.n_clusters
+    if not (isinstance(n, str) and n == "auto") and not (n is None and allow_none):
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
+            options = "a positive integer, None or 'auto'" if allow_none else "a positive integer or 'auto'"
+            raise ValueError(f"{name}: n_clusters must be {options}; got {n!r}.")
     check_positive_int(est.max_clusters, f"{name}: max_clusters", allow_none=True)
     level = est.significance_level
     if not (isinstance(level, numbers.Real) and not isinstance(level, bool) and 0 < level < 1):

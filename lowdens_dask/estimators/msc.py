@@ -397,8 +397,8 @@ class _MSCBase(ClusterMixin, BaseEstimator):
 
     def _check_params(self) -> None:
         _check_params(self)
-        if self._n_clusters() == "auto":
-            check_n_clusters_auto(self)
+        if hasattr(self, "max_clusters"):  # MSCClustering (MSC makes one split)
+            check_n_clusters_auto(self, allow_none=False)
         else:
             check_positive_int(self._n_clusters(), f"{type(self).__name__}: n_clusters")
 

@@ -146,8 +146,8 @@ class _SpectralClustering(_DivisiveClustering):
 
     def _check_params(self) -> None:
         name = type(self).__name__
-        if self._n_clusters() == "auto":
-            check_n_clusters_auto(self)
+        if hasattr(self, "max_clusters"):  # the divisive estimators (the one-split ones have no n_clusters)
+            check_n_clusters_auto(self, allow_none=False)
         else:
             check_positive_int(self._n_clusters(), f"{name}: n_clusters")
         check_positive_int(self.n_components, f"{name}: n_components")

@@ -221,10 +221,7 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
         name = type(self).__name__
-        if self.n_clusters == "auto":
-            check_n_clusters_auto(self)
-        else:
-            check_positive_int(self.n_clusters, f"{name}: n_clusters")
+        check_n_clusters_auto(self, allow_none=False)
         _check_real(self.C, f"{name}: C", 0.0)
         _check_gamma(self.gamma, name)
         _check_bool(self.annealing, f"{name}: annealing")

@@ -49,7 +49,7 @@ def halves(data, seed: int, node: int):
     return data.take(fit), data.take(test)
 
 
-def test_sample(data, v: np.ndarray) -> np.ndarray:
+def held_out_sample(data, v: np.ndarray) -> np.ndarray:
     """The held-out rows' projections on ``v``, sorted; for weighted rows or a summary, the distribution they
     stand for read at evenly spaced quantiles (see the module docstring)."""
     p = data.project(v)
@@ -69,7 +69,7 @@ def test_sample(data, v: np.ndarray) -> np.ndarray:
     return np.sort(p[owner] + sd[owner] * z)
 
 
-def dip_test(sample: np.ndarray) -> dict:
+def unimodality_test(sample: np.ndarray) -> dict:
     """Hartigan's dip test of unimodality on a sample (ties spread, :func:`~lowdens_dask.kernels.dip.spread_ties`):
     the statistics a node records, ``dip``, ``p_value`` and ``n_test``."""
     x = spread_ties(sample)
@@ -86,12 +86,12 @@ def mean_difference_test(X: np.ndarray, weights: np.ndarray, side: np.ndarray, t
     norm = float(np.linalg.norm(u))
     if not norm > 0:
         return {"dip": 0.0, "p_value": 1.0, "n_test": 0.0}
-    return dip_test(test_sample(test_rows, u / norm))
+    return unimodality_test(held_out_sample(test_rows, u / norm))
 
 
 def with_test(hp: Hyperplane, test_rows) -> Hyperplane:
     """``hp`` (found on the other half) with the dip test of ``test_rows`` along it in ``stats``."""
-    return hp._replace(stats={**hp.stats, **dip_test(test_sample(test_rows, hp.v))})
+    return hp._replace(stats={**hp.stats, **unimodality_test(held_out_sample(test_rows, hp.v))})
 
 
 def significant(hp: Hyperplane, test: SplitTest) -> Hyperplane:

@@ -1,0 +1,218 @@
+"""n_clusters="auto" (issue 23): Hartigan's dip against a direct linear-programming reference, its p-value's
+calibration, the held-out split test of every divisive method (null calibration and power at a size that runs in
+seconds, in memory, in summary mode and in exact mode), the records it leaves, the CLI default and bad values."""
+
+import json
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+from sklearn.metrics import adjusted_rand_score
+
+import lowdens_dask as ld
+from lowdens_dask import ClusterTree
+from lowdens_dask.backend import InMemoryData
+from lowdens_dask.kernels.dip import dip_pvalue, dip_statistic, spread_ties
+from lowdens_dask.pursuit.significance import SUMMARY_TEST_ROWS, held_out_sample
+
+#: The divisive estimators on the one tree grower (fast enough to fit many times in a test).
+GROWER = ["MDHClustering", "NCutClustering", "MCClustering", "PDDP", "DePDDP", "IPDDP"]
+
+
+def dip_by_linear_programming(x: np.ndarray) -> float:
+    """The dip by its definition: min over continuous unimodal G of sup |F_n - G|. G is linear between the
+    sorted points (WLOG: the chords of a convex-then-concave G are so, and stay in the band), so for each segment
+    p holding the mode it is an LP in G(x_1..x_n) and t with unimodal slopes peaking at p."""
+    x = np.sort(x)
+    n = len(x)
+    eye = np.eye(n + 1)
+    best = np.inf
+    for p in range(n - 1):
+        A, b = [], []
+        for k in range(n):  # |G(x_k) - F_n(x_k)| <= t and |G(x_k) - F_n(x_k-)| <= t
+            for level in (k / n, (k + 1) / n):
+                A += [eye[k] - eye[n], -eye[k] - eye[n]]
+                b += [level, -level]
+        slopes = [(eye[k + 1] - eye[k]) / (x[k + 1] - x[k]) for k in range(n - 1)]
+        A += [-s for s in slopes]  # non-decreasing
+        b += [0.0] * (n - 1)
+        A += [slopes[k] - slopes[k + 1] for k in range(p)]  # slopes rise up to the mode's segment ...
+        A += [slopes[k + 1] - slopes[k] for k in range(p, n - 2)]  # ... and fall after it
+        b += [0.0] * (n - 2)
+        res = linprog(eye[n], A_ub=np.array(A), b_ub=np.array(b), bounds=[(0, 1)] * n + [(0, None)], method="highs")
+        if res.status == 0:
+            best = min(best, res.fun)
+    return best
+
+
+def test_dip_kernel_matches_the_linear_program():
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        n = int(rng.integers(3, 13))
+        x = rng.normal(size=n)
+        if trial % 2:
+            x = np.concatenate([x, rng.normal(rng.uniform(2, 6), 1.0, size=int(rng.integers(1, n)))])
+        assert dip_statistic(np.sort(x)) == pytest.approx(dip_by_linear_programming(x), abs=1e-9)
+
+
+def test_dip_of_an_even_grid_is_its_floor_and_is_affine_invariant():
+    x = np.arange(50.0)
+    assert dip_statistic(x) == pytest.approx(1 / 100)
+    y = np.sort(np.random.default_rng(1).normal(size=300))
+    assert dip_statistic(3.0 * y - 7.0) == pytest.approx(dip_statistic(y))
+
+
+def test_dip_pvalue_is_calibrated_on_fresh_uniform_samples():
+    """The shipped table against uniform samples it was not made from: P(p < level) is about the level."""
+    rng = np.random.default_rng(12345)
+    for n in (60, 400):
+        p = np.array([dip_pvalue(dip_statistic(np.sort(rng.random(n))), n) for _ in range(1500)])
+        for level in (0.05, 0.2):
+            assert abs(np.mean(p < level) - level) < 0.03, (n, level)
+    bimodal = np.sort(np.concatenate([rng.normal(0, 1, 300), rng.normal(5, 1, 300)]))
+    assert dip_pvalue(dip_statistic(bimodal), 600) < 1e-3
+
+
+def test_spread_ties_keeps_order_and_half_gaps():
+    p = np.array([3.0, 1.0, 1.0, 1.0, 2.0, 2.0, 5.0])
+    out = spread_ties(p)
+    assert np.all(np.diff(out) > 0)
+    assert np.all((out[:3] >= 0.5) & (out[:3] <= 1.5)) and np.all((out[3:5] >= 1.5) & (out[3:5] <= 2.5))
+    assert out[5] == 3.0 and out[6] == 5.0
+    distinct = np.array([0.3, 0.1, 0.2])
+    assert np.array_equal(spread_ties(distinct), np.sort(distinct))
+
+
+def test_summary_test_sample_stands_for_the_rows():
+    """A microcluster summary is tested as the normals it stands for, at most SUMMARY_TEST_ROWS points."""
+    rng = np.random.default_rng(2)
+    means, weights, spread = rng.normal(size=(40, 3)), rng.integers(100, 1000, 40).astype(float), rng.random(40)
+    v = np.array([1.0, 0.0, 0.0])
+    sample = held_out_sample(InMemoryData(means, weights, spread), v)
+    assert sample.size == SUMMARY_TEST_ROWS and np.all(np.diff(sample) >= 0)
+    mean = weights @ means[:, 0] / weights.sum()
+    variance = weights @ (spread + (means[:, 0] - mean) ** 2) / weights.sum()
+    assert sample.mean() == pytest.approx(mean, abs=0.02) and sample.var() == pytest.approx(variance, rel=0.03)
+    rows = InMemoryData(means)  # rows of unit weight: their projections as they are
+    assert np.array_equal(held_out_sample(rows, v), np.sort(means[:, 0]))
+
+
+# ---------------------------------------------------------------------------------------------------- estimators
+def _mixture(k: int, per: int = 150, d: int = 5, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    centres = 12.0 * np.eye(max(k, d))[:k, :d] if k <= d else rng.normal(scale=8.0, size=(k, d))
+    y = np.repeat(np.arange(k), per)
+    return centres[y] + rng.normal(size=(y.size, d)), y
+
+
+@pytest.mark.parametrize("name", GROWER)
+def test_null_draws_are_one_cluster_and_separated_groups_are_found(name):
+    cls = getattr(ld, name)
+    rng = np.random.default_rng(7)
+    nulls = [rng.normal(size=(400, 5)) for _ in range(12)] + [rng.random((400, 2)) for _ in range(6)]
+    found = [cls(n_clusters="auto", random_state=i).fit(X).n_clusters_ for i, X in enumerate(nulls)]
+    assert sum(k == 1 for k in found) >= 17, found  # at level 0.01, 18 draws: one false split at most
+    X, y = _mixture(4)
+    model = cls(n_clusters="auto", random_state=0).fit(X)
+    least = 0.9 if name == "PDDP" else 0.99  # PDDP cuts at the mean, not in the gap
+    assert model.n_clusters_ == 4 and adjusted_rand_score(y, model.labels_) > least
+
+
+@pytest.mark.parametrize("name", ["SCPPClustering", "MSCClustering"])
+def test_auto_beyond_the_grower(name):
+    cls = getattr(ld, name)
+    X, y = _mixture(3, per=120)
+    model = cls(n_clusters="auto", random_state=0).fit(X)
+    assert model.n_clusters_ == 3 and adjusted_rand_score(y, model.labels_) > 0.99
+    assert cls(n_clusters="auto", random_state=0).fit(np.random.default_rng(3).normal(size=(360, 5))).n_clusters_ == 1
+
+
+def test_svm_relabel_auto():
+    X, y = _mixture(2, per=60, d=3)
+    model = ld.SVMRelabelClustering(n_clusters="auto", random_state=0, n_restarts=2, n_anneal_steps=20).fit(X)
+    assert model.n_clusters_ == 2 and adjusted_rand_score(y, model.labels_) > 0.99
+    assert model.tree_.root.stats["p_value"] < 0.01 and "sse_null_p_value" in model.tree_.root.stats
+
+
+def test_each_node_records_its_test_in_stats_json_describe_and_metrics():
+    from lowdens_pipelines.metrics import tree_metrics
+
+    X, _ = _mixture(3)
+    tree = ld.MDHClustering(n_clusters="auto", random_state=0).fit(X).tree_
+    internal = [node for node in tree if not node.is_leaf]
+    assert len(internal) == 2 and all(node.stats["p_value"] < 0.01 and node.stats["dip"] > 0 for node in internal)
+    assert all(node.stats["p_value"] >= 0.01 and node.stats["n_test"] > 0 for node in tree.leaves())
+    restored = ClusterTree.from_json(tree.to_json())
+    assert restored.describe() == tree.describe() and "its best split not significant" in tree.describe()
+    metrics = json.loads(json.dumps(tree_metrics(tree)))
+    assert metrics["n_leaves"] == 3 and all(split["p_value"] < 0.01 for split in metrics["splits"])
+    assert len(metrics["leaf_tests"]) == 3 and all(leaf["p_value"] >= 0.01 for leaf in metrics["leaf_tests"])
+
+
+def test_max_clusters_caps_auto_and_none():
+    X, _ = _mixture(4)
+    assert ld.MDHClustering(n_clusters="auto", max_clusters=2).fit(X).n_clusters_ == 2
+    assert ld.NCutClustering(n_clusters=None, max_clusters=3).fit(X).n_clusters_ == 3
+
+
+@pytest.mark.parametrize("mode", ["summary", "exact"])
+def test_auto_on_chunked_input(mode):
+    X, y = _mixture(3, per=4_000)
+    model = ld.MDHClustering(n_clusters="auto", mode=mode, random_state=0, max_node_bytes=0).fit(
+        da.from_array(X, chunks=3_000)
+    )
+    assert model.n_clusters_ == 3 and adjusted_rand_score(y, model.labels_.compute()) > 0.99
+    null = da.from_array(np.random.default_rng(4).normal(size=(12_000, 5)), chunks=3_000)
+    assert ld.NCutClustering(n_clusters="auto", mode=mode, random_state=0, max_node_bytes=0).fit(null).n_clusters_ == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"n_clusters": "automatic"}, "n_clusters must be a positive integer(, None)? or 'auto'; got 'automatic'"),
+        ({"n_clusters": "auto", "max_clusters": 0}, "max_clusters must be a positive integer"),
+        ({"n_clusters": "auto", "significance_level": 0.0}, "significance_level"),
+        ({"n_clusters": "auto", "significance_level": 1.0}, "significance_level"),
+        ({"n_clusters": "auto", "significance_level": "0.05"}, "significance_level"),
+        ({"n_clusters": "auto", "significance_level": True}, "significance_level"),
+    ],
+)
+@pytest.mark.parametrize("name", ["MDHClustering", "SCPPClustering", "MSCClustering", "SVMRelabelClustering"])
+def test_bad_values_of_the_new_parameters(name, params, message):
+    with pytest.raises(ValueError, match=message):
+        getattr(ld, name)(**params).fit(np.random.default_rng(0).normal(size=(50, 3)))
+
+
+def test_msc_auto_on_chunks_without_summary_mode_is_refused():
+    with pytest.raises(ValueError, match="n_clusters='auto' needs the rows in memory, or mode='summary'"):
+        ld.MSCClustering(n_clusters="auto").fit(da.from_array(np.random.default_rng(0).normal(size=(600, 3)), 300))
+
+
+def test_leading_eigenvectors_when_arpack_cannot_start():
+    """Rows that do not vary along the ones vector (ARPACK's start): the dense solver takes over (mfdigits)."""
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(300, 200))
+    Z -= Z.mean(axis=1, keepdims=True)
+    vals, vecs = InMemoryData(Z).leading_eigenvectors(2)
+    dense = np.linalg.eigvalsh(np.cov(Z.T))[::-1][:2]
+    assert vals == pytest.approx(dense)
+
+
+def test_cli_default_is_auto(tmp_path, monkeypatch, capsys):
+    from lowdens_pipelines import RunsStore
+    from lowdens_pipelines.cli import main
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    X, _ = _mixture(3)
+    np.save("X.npy", X)
+    assert main(["fit", "X.npy", "--run-id", "a", "--store", "runs"]) == 0
+    assert main(["fit", "X.npy", "--n-clusters", "auto", "--run-id", "b", "--store", "runs"]) == 0
+    for run in ("a", "b"):
+        attrs = RunsStore("runs").get(run).attrs
+        assert attrs["params"]["n_clusters"] == "auto" and attrs["metrics"]["n_leaves"] == 3
+        assert all(split["p_value"] < 0.01 for split in attrs["metrics"]["splits"])
+    with pytest.raises(SystemExit):
+        main(["fit", "X.npy", "--n-clusters", "many"])
+    assert "--n-clusters: must be 'auto' or a positive integer; got 'many'" in capsys.readouterr().err
