@@ -85,15 +85,21 @@ def test_spread_ties_keeps_order_and_half_gaps():
 
 
 def test_summary_test_sample_stands_for_the_rows():
-    """A microcluster summary is tested as the normals it stands for, at most SUMMARY_TEST_ROWS points."""
+    """A summary is tested as one point per microcluster on average (at most SUMMARY_TEST_ROWS), placed in
+    proportion to the weights: a microcluster of twice the weight gets twice the points."""
     rng = np.random.default_rng(2)
-    means, weights, spread = rng.normal(size=(40, 3)), rng.integers(100, 1000, 40).astype(float), rng.random(40)
+    means = np.column_stack([10.0 * np.arange(400), rng.normal(size=(400, 2))])  # far apart along v
+    weights = np.where(np.arange(400) % 2 == 0, 10.0, 30.0)
     v = np.array([1.0, 0.0, 0.0])
-    sample = held_out_sample(InMemoryData(means, weights, spread), v)
-    assert sample.size == SUMMARY_TEST_ROWS and np.all(np.diff(sample) >= 0)
-    mean = weights @ means[:, 0] / weights.sum()
-    variance = weights @ (spread + (means[:, 0] - mean) ** 2) / weights.sum()
-    assert sample.mean() == pytest.approx(mean, abs=0.02) and sample.var() == pytest.approx(variance, rel=0.03)
+    sample = held_out_sample(InMemoryData(means, weights, np.full(400, 0.01)), v)
+    assert sample.size == 400 and np.all(np.diff(sample) >= 0)
+    owner = np.rint(sample / 10.0).astype(int)
+    assert np.all(np.abs(sample - 10.0 * owner) < 0.5)  # each point by its own microcluster
+    counts = np.bincount(owner, minlength=400)
+    assert set(counts[::2]) <= {0, 1} and set(counts[1::2]) <= {1, 2}
+    assert abs(counts[::2].sum() - 100) <= 20 and counts.sum() == 400  # their share: 10 / 40 of the weight
+    big = held_out_sample(InMemoryData(rng.normal(size=(20_000, 2)), np.ones(20_000) * 3, np.ones(20_000)), v[:2])
+    assert big.size == SUMMARY_TEST_ROWS
     rows = InMemoryData(means)  # rows of unit weight: their projections as they are
     assert np.array_equal(held_out_sample(rows, v), np.sort(means[:, 0]))
 

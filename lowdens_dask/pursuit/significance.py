@@ -9,9 +9,13 @@ Hartigan's dip test (:mod:`lowdens_dask.kernels.dip`, calibrated on the uniform,
 null) gives a valid p-value for every index, every n and every dimension. The split made is the one tested.
 
 Summaries (microclusters with weights and spreads) are split by microcluster. The held-out half is tested
-as the distribution it stands for: each microcluster a normal along the direction (its mean's projection, its
-spread as the variance), read at evenly spaced quantiles into a sample of as many points as the rows it holds,
-at most :data:`SUMMARY_TEST_ROWS` (the test's resolution: a summary is only an approximation of its rows).
+as a sample of as many points as it has microclusters (at most :data:`SUMMARY_TEST_ROWS`), placed in proportion
+to their weights (systematic sampling in a random order), a microcluster with c points giving the quantiles
+(j + 1/2) / c of a normal with its mean and spread along the direction. The summary's resolution is its number of
+microclusters: tested as a sample of the rows they stand for (many points per microcluster), the quantile combs of
+the microclusters read as departures from unimodality (measured: a 10⁶-row Gaussian in d = 32, 5,120 microclusters,
+p < 0.001 with two points per microcluster, p > 0.6 with one). Chunk-local k-means centres spread more evenly
+than a sample, so the test is conservative.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -51,21 +55,21 @@ def halves(data, seed: int, node: int):
 
 def held_out_sample(data, v: np.ndarray) -> np.ndarray:
     """The held-out rows' projections on ``v``, sorted; for weighted rows or a summary, the distribution they
-    stand for read at evenly spaced quantiles (see the module docstring)."""
+    stand for (see the module docstring)."""
     p = data.project(v)
     w = data.weights
     if data.spread is None and np.all(w == 1.0):
         return np.sort(p)
-    size = int(min(max(round(data.total_weight), 2), SUMMARY_TEST_ROWS))
-    share = w * (size / w.sum())
-    counts = np.floor(share).astype(np.int64)
-    short = size - counts.sum()
-    if short > 0:  # largest remainders
-        counts[np.argsort(counts - share)[:short]] += 1
-    sd = np.zeros_like(p) if data.spread is None else np.sqrt(np.maximum(data.spread, 0.0))
-    owner = np.repeat(np.arange(len(p)), counts)
-    within = np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    # one point per summary row on average (at most SUMMARY_TEST_ROWS), placed systematically in proportion to
+    # the weights: a summary row with c points gives its normal's quantiles (j + 1/2) / c
+    size = int(min(max(round(data.total_weight), 2), data.n_samples, SUMMARY_TEST_ROWS))
+    order = np.random.default_rng(0).permutation(len(w))  # no alignment with any order of the summary rows
+    at = np.searchsorted(np.cumsum(w[order]), (np.arange(size) + 0.5) * (w.sum() / size), side="right")
+    owner = np.sort(order[np.minimum(at, len(w) - 1)])
+    counts = np.bincount(owner, minlength=len(w))
+    within = np.arange(size) - (np.cumsum(counts) - counts)[owner]
     z = ndtri((within + 0.5) / counts[owner])
+    sd = np.zeros_like(p) if data.spread is None else np.sqrt(np.maximum(data.spread, 0.0))
     return np.sort(p[owner] + sd[owner] * z)
 
 
