@@ -1,4 +1,4 @@
-"""Demo: ``python -m lowdens_dask [--dataset NAME] [--n-clusters K] [--method NAME]``.
+"""Demo: ``python -m lowdens_dask [--dataset NAME] [--n-clusters K|auto] [--method NAME]``.
 
 Clusters a bundled dataset with a divisive estimator (MDHClustering by default; any method of
 ``lowdens_dask.METHODS``), prints the cluster tree and the scores against the true labels.
@@ -19,7 +19,12 @@ from .metrics import cluster_performance
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m lowdens_dask", description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="optidigits", choices=list_datasets())
-    parser.add_argument("--n-clusters", type=int, default=None, help="default: the number of true classes")
+    parser.add_argument(
+        "--n-clusters",
+        type=lambda text: text if text == "auto" else int(text),
+        default=None,
+        help="K or 'auto' (chosen by the significance of each split); default: the number of true classes",
+    )
     parser.add_argument("--method", default="mdh", choices=sorted(METHODS), help="default: mdh")
     args = parser.parse_args(argv)
 
@@ -30,7 +35,10 @@ def main(argv: list[str] | None = None) -> None:
     estimator = METHODS[args.method].clustering
     model = estimator(n_clusters=k).fit(X)
     elapsed = time.perf_counter() - start
-    print(f"{estimator.__name__}(n_clusters={k}) fitted in {elapsed:.2f} s (includes numba compilation on first run)\n")
+    print(
+        f"{estimator.__name__}(n_clusters={k!r}) fitted in {elapsed:.2f} s, {model.n_clusters_} clusters (includes "
+        "numba compilation on first run)\n"
+    )
     print(model.tree_.describe())
     print()
     for name, value in cluster_performance(y, model.labels_).items():
