@@ -188,11 +188,11 @@ def _grow(
             tests[leaf] = unimodality_test(held_out_sample(held, _test_direction(split)))
         evaluations += split.n_evaluations
         original = split_rule(split, frame)
-        parts, part_sizes = rows.split(leaves[leaf], split_rule(split), original)
         if test is not None:
             tests[leaf]["original"] = original
             if tests[leaf]["p_value"] >= test.level:
                 return
+        parts, part_sizes = rows.split(leaves[leaf], split_rule(split), original)
         if min(part_sizes) > 0:
             found[leaf] = (split, original, parts, part_sizes)
 
