@@ -1,9 +1,10 @@
 """n_clusters="auto" in summary mode, from zarr on a LocalCluster: the scale benchmark's mixture (K = 16, d = 32,
 float32, 125,000-row chunks; ``benchmarks/scale.py``), fitted told K = 16 and with ``n_clusters="auto"``, the two
 interleaved in one run (median of ``--repeats`` fits each, labels written to zarr and read back); and one Gaussian
-(d = 32) of the same size and chunking, where ``auto`` must find one cluster.
+(d = 32, the same chunking) of each size in ``--null-n``, where ``auto`` must find one cluster.
 
-    python benchmarks/auto_k_summary.py [--n 1e7] [--methods mdh,ncut] [--workers 2] [--repeats 3] [--output FILE]
+    python benchmarks/auto_k_summary.py [--n 1e7] [--null-n 1e6,1e7] [--methods mdh,ncut] [--workers 2]
+                                        [--repeats 3] [--output FILE]
 """
 
 import argparse
@@ -41,6 +42,7 @@ def fit(estimator, n_clusters, X: str, labels: Path):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default="1e7")
+    parser.add_argument("--null-n", default="1e6,1e7")
     parser.add_argument("--methods", default="mdh,ncut")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
@@ -49,9 +51,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     n = int(float(args.n))
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="lowdens-auto-k-"))
-    mixture, gaussian, labels = workdir / "mixture.zarr", workdir / "gaussian.zarr", workdir / "labels.zarr"
+    mixture, labels = workdir / "mixture.zarr", workdir / "labels.zarr"
     generate(mixture, n)
-    generate_gaussian(gaussian, n)
+    nulls = {int(float(m)): workdir / f"gaussian-{m}.zarr" for m in args.null_n.split(",")}
+    for m, path in nulls.items():
+        generate_gaussian(path, m)
     y = zarr.open_array(str(mixture / "y"), mode="r")[:]
     rows, null_rows = [], []
     for method in args.methods.split(","):
@@ -72,9 +76,11 @@ def main(argv=None):
             rows.append([method, n, args.workers, fmt(statistics.median(times[K])), told[0], fmt(told[1]),
                          fmt(statistics.median(times["auto"])), auto[0], fmt(auto[1]), fmt(told[2]), fmt(auto[2]),
                          fmt(ratio), "PASS" if auto[0] == K and auto[1] >= 0.99 and ratio <= 1.5 else "FAIL"])
-            seconds, model, _ = fit(estimator, "auto", str(gaussian / "X"), labels)
-            null_rows.append([method, n, model.n_clusters_, model.n_microclusters_, fmt(model.tree_.root.stats["p_value"]),
-                              fmt(seconds), "PASS" if model.n_clusters_ == 1 else "FAIL"])
+            for m, path in nulls.items():
+                seconds, model, _ = fit(estimator, "auto", str(path / "X"), labels)
+                null_rows.append([method, m, model.n_clusters_, model.n_microclusters_,
+                                  fmt(model.tree_.root.stats["p_value"]), fmt(seconds),
+                                  "PASS" if model.n_clusters_ == 1 else "FAIL"])
             print(rows[-1], null_rows[-1], flush=True)
         finally:
             client.close()

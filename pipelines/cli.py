@@ -475,8 +475,11 @@ def _demo(args) -> int:
         f"clusters: {metrics['n_leaves']} found ({n_classes} classes); adjusted Rand {metrics['adjusted_rand']:.3f}, "
         f"purity {metrics['purity']:.3f}, V-measure {metrics['v_measure']:.3f}"
     )
-    written = _save_plots(run, X, y, out / "plots", max_points=2000)
-    print(f"plots: {out / 'plots'} ({', '.join(sorted(p.name for p in written.values()))})")
+    if metrics["n_leaves"] > 1:
+        written = _save_plots(run, X, y, out / "plots", max_points=2000)
+        print(f"plots: {out / 'plots'} ({', '.join(sorted(p.name for p in written.values()))})")
+    else:
+        print("plots: none (one cluster: the tree has no split to draw)")
     print(f"done in {time.perf_counter() - started:.0f} s. Next: lowdens runs list; lowdens runs show {run_id}")
     return 0
 

@@ -14,7 +14,7 @@ import lowdens_dask as ld
 from lowdens_dask import ClusterTree
 from lowdens_dask.backend import InMemoryData
 from lowdens_dask.kernels.dip import dip_pvalue, dip_statistic, spread_ties
-from lowdens_dask.pursuit.significance import SUMMARY_TEST_ROWS, held_out_sample
+from lowdens_dask.pursuit.significance import POINTS_PER_MICROCLUSTER, SUMMARY_TEST_ROWS, held_out_sample
 
 #: The divisive estimators on the one tree grower (fast enough to fit many times in a test).
 GROWER = ["MDHClustering", "NCutClustering", "MCClustering", "PDDP", "DePDDP", "IPDDP"]
@@ -85,21 +85,22 @@ def test_spread_ties_keeps_order_and_half_gaps():
 
 
 def test_summary_test_sample_stands_for_the_rows():
-    """A summary is tested as one point per microcluster on average (at most SUMMARY_TEST_ROWS), placed in
-    proportion to the weights: a microcluster of twice the weight gets twice the points."""
+    """A summary is tested as POINTS_PER_MICROCLUSTER points per microcluster on average (at most its rows, and
+    SUMMARY_TEST_ROWS), placed in proportion to the weights, each by its own microcluster."""
     rng = np.random.default_rng(2)
     means = np.column_stack([10.0 * np.arange(400), rng.normal(size=(400, 2))])  # far apart along v
     weights = np.where(np.arange(400) % 2 == 0, 10.0, 30.0)
     v = np.array([1.0, 0.0, 0.0])
     sample = held_out_sample(InMemoryData(means, weights, np.full(400, 0.01)), v)
-    assert sample.size == 400 and np.all(np.diff(sample) >= 0)
+    assert sample.size == POINTS_PER_MICROCLUSTER * 400 and np.all(np.diff(sample) >= 0)
     owner = np.rint(sample / 10.0).astype(int)
     assert np.all(np.abs(sample - 10.0 * owner) < 0.5)  # each point by its own microcluster
     counts = np.bincount(owner, minlength=400)
-    assert set(counts[::2]) <= {0, 1} and set(counts[1::2]) <= {1, 2}
-    assert abs(counts[::2].sum() - 100) <= 20 and counts.sum() == 400  # their share: 10 / 40 of the weight
-    big = held_out_sample(InMemoryData(rng.normal(size=(20_000, 2)), np.ones(20_000) * 3, np.ones(20_000)), v[:2])
-    assert big.size == SUMMARY_TEST_ROWS
+    assert set(counts[::2]) <= {3, 4, 5} and set(counts[1::2]) <= {11, 12, 13}  # their shares: 4 and 12 points
+    assert held_out_sample(InMemoryData(means, np.full(400, 2.0), np.ones(400)), v).size == 800  # at most the rows
+    many = SUMMARY_TEST_ROWS // POINTS_PER_MICROCLUSTER + 1  # 8 points each would pass the cap: one each
+    big = held_out_sample(InMemoryData(rng.normal(size=(many, 2)), np.full(many, 30.0), np.ones(many)), v[:2])
+    assert big.size == many
     rows = InMemoryData(means)  # rows of unit weight: their projections as they are
     assert np.array_equal(held_out_sample(rows, v), np.sort(means[:, 0]))
 
