@@ -14,7 +14,12 @@ import lowdens_dask as ld
 from lowdens_dask import ClusterTree
 from lowdens_dask.backend import InMemoryData
 from lowdens_dask.kernels.dip import dip_pvalue, dip_statistic, spread_ties
-from lowdens_dask.pursuit.significance import POINTS_PER_MICROCLUSTER, SUMMARY_TEST_ROWS, held_out_sample
+from lowdens_dask.pursuit.significance import (
+    POINTS_PER_MICROCLUSTER,
+    SUMMARY_TEST_ROWS,
+    held_out_sample,
+    held_out_test,
+)
 
 #: The divisive estimators on the one tree grower (fast enough to fit many times in a test).
 GROWER = ["MDHClustering", "NCutClustering", "MCClustering", "PDDP", "DePDDP", "IPDDP"]
@@ -98,6 +103,8 @@ def test_summary_test_sample_stands_for_the_rows():
     counts = np.bincount(owner, minlength=400)
     assert set(counts[::2]) <= {3, 4, 5} and set(counts[1::2]) <= {11, 12, 13}  # their shares: 4 and 12 points
     assert held_out_sample(InMemoryData(means, np.full(400, 2.0), np.ones(400)), v).size == 800  # at most the rows
+    # its p-value is read at the number of microclusters, the summary's resolution
+    assert held_out_test(InMemoryData(means, weights, np.full(400, 0.01)), v)["n_test"] == 400
     many = SUMMARY_TEST_ROWS // POINTS_PER_MICROCLUSTER + 1  # 8 points each would pass the cap: one each
     big = held_out_sample(InMemoryData(rng.normal(size=(many, 2)), np.full(many, 30.0), np.ones(many)), v[:2])
     assert big.size == many

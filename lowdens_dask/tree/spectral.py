@@ -20,7 +20,7 @@ import numpy as np
 
 from ..backend import InMemoryData
 from ..backend.frame import Frame
-from ..pursuit.significance import SplitTest, unimodality_test, halves, held_out_sample
+from ..pursuit.significance import SplitTest, halves, held_out_test
 from ..pursuit.spectral import SpectralSplit, spectral_split
 from .cluster_tree import ClusterTree
 from .rules import HyperplaneRule, NearestCentreRule, SplitRule
@@ -185,7 +185,7 @@ def _grow(
             split = spectral_split(
                 fit.X, fit.weights, min_side=min_side / 2, spread=spread, random_state=seed, **params
             )
-            tests[leaf] = unimodality_test(held_out_sample(held, _test_direction(split)))
+            tests[leaf] = held_out_test(held, _test_direction(split))
         evaluations += split.n_evaluations
         original = split_rule(split, frame)
         if test is not None:
