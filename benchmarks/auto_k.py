@@ -14,9 +14,10 @@ default 0.01). For each bundled data set (as shipped, constant columns dropped) 
 
 Recorded per fit: K found, ARI against the classes and the fit's wall-clock seconds (the GMM row: the whole BIC
 search). Each fit runs in a forked child process, killed after ``--timeout`` seconds; a fit that raises or times
-out counts as one cluster with ARI 0. The report has a summary table (mean ARI, median |K found - K|, sets with
-K found exactly, total seconds), a per-set table of "K found / ARI", the root test of each auto fit and the
-acceptance checks for MDH and NCut auto (mean ARI >= 0.60, median |K - K found| <= 2).
+out counts as one cluster with ARI 0. BLAS runs single-threaded in every fit (numba's threads as configured).
+The report has a summary table (mean ARI, median |K found - K|, sets with K found exactly, total seconds), a
+per-set table of "K found / ARI", the root test of each auto fit, the fit seconds and the acceptance checks for
+MDH and NCut auto (mean ARI >= 0.60, median |K - K found| <= 2).
 
     python benchmarks/auto_k.py [--methods a,b] [--datasets a,b] [--timeout SECONDS] [--out FILE]
 """
@@ -37,6 +38,7 @@ from sklearn.cluster import HDBSCAN
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 import lowdens_dask as ld
 from lowdens_dask.datasets import list_datasets, load_dataset
@@ -85,6 +87,9 @@ METHODS["gmm-bic"] = ("GaussianMixture BIC (baseline)", gmm_bic)
 METHODS["hdbscan"] = ("HDBSCAN (baseline)", hdbscan)
 ACCEPTANCE = ("mdh", "ncut")  # auto rows checked against the targets below
 TARGET_ARI, TARGET_DK = 0.60, 2
+#: BLAS threads in every fit: on a loaded 2-core machine two OpenBLAS threads spin against the other load (one
+#: GaussianMixture(10) fit on pendigits: 19 s with two, 1.4 s with one); numba's threads are left as they are.
+BLAS_THREADS = 1
 
 
 def load(name):
@@ -99,7 +104,7 @@ def _child(conn, key, name):
     try:
         X, y = load(name)
         k = int(np.unique(y).size)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), threadpool_limits(BLAS_THREADS, user_api="blas"):
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             labels, k_found, note, stats = METHODS[key][1](X, k)
@@ -150,7 +155,8 @@ def report(results, names, keys, truth, timeout) -> str:
          "`n_clusters=K` (true K), random_state=0. Baselines on z-scored features. Each fit runs in a forked child "
          f"process with a wall-clock limit of {timeout:g} s; a fit that raises or times out counts as K found = 1 "
          "and ARI 0 (seconds: until it raised, or the limit). Seconds: the fit alone (GMM: the whole BIC search "
-         "over 1..2K), one fit, numba kernels loaded from the on-disk cache."),
+         "over 1..2K), one fit, numba kernels loaded from the on-disk cache, BLAS limited to "
+         f"{BLAS_THREADS} thread (threadpoolctl) in every fit."),
         markdown_table(["method", "mean ARI", "median abs(K found - K)", "K exact", "total (s)", "timed out",
                         "failed"], summary),
     ]
