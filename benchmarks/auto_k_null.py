@@ -26,13 +26,16 @@ Every (method, config) runs its draws one at a time in a worker process (one per
 fit); ``--time-budget`` seconds (default 900) bound the wall time of a config's draws: when they exceed it the
 config stops (the worker is killed, even in the middle of a fit, and a fresh one started for the next config)
 and is reported as partial with the number of draws done. ``--large-draws`` sets fewer draws for n >= 100,000.
+A config's draws are saved every 30 s; ``--resume`` keeps the configs already finished with the same plan (draws
+and budget) and goes on with an interrupted one from its next draw, within what is left of its budget.
 
 Results are kept in a JSON sidecar beside the markdown file (``auto-k-null.json``) and merged across runs: a
 run replaces the configs it measures and keeps the others, and the markdown file is rewritten from the sidecar
 after every config, so partial results survive an interrupted run.
 
     python benchmarks/auto_k_null.py [--parts calibration,power,cost] [--methods A,B] [--draws 100]
-                                     [--large-draws N] [--sizes 500,5000,100000] [--time-budget 900] [--out FILE]
+                                     [--large-draws N] [--sizes 500,5000,100000] [--ks 2,5,10,20]
+                                     [--time-budget 900] [--resume] [--note TEXT] [--out FILE]
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import argparse
 import datetime
 import json
 import multiprocessing as mp
+import signal
 import statistics
 import sys
 import time
@@ -74,6 +78,8 @@ MIX_D, CENTRE_SD, MIN_SEPARATION = 10, 6.0, 10.0
 POWER_KS, POWER_ROWS = (2, 5, 10, 20), 500
 COST_KS, COST_ROWS, COST_REPEATS = (5, 10, 20), 4_000, 5
 WARMUP_TIMEOUT = 600.0
+#: A config's draws are saved to the sidecar at least this often (seconds), so an interrupted run can resume.
+CHECKPOINT_SECONDS = 30.0
 TITLE = 'n_clusters="auto": calibration under a one-cluster null, power and cost'
 
 
@@ -267,40 +273,59 @@ class Store:
 # --- parts --------------------------------------------------------------------------------------------
 
 
-def run_draws(worker: Worker, kind: str, params: dict, draws: int, budget: float) -> dict:
-    """Draws 0..draws-1 of one config, stopping once they have taken ``budget`` seconds."""
-    results, errors, partial = [], [], False
-    start = time.perf_counter()
-    for draw in range(draws):
-        left = budget - (time.perf_counter() - start)
+def run_draws(store: Store, part: str, key: str, meta: dict, worker: Worker, kind: str, params: dict, draws: int,
+              budget: float, resume: bool) -> dict | None:
+    """Draws 0..draws-1 of one config, stopping once they have taken ``budget`` seconds; saved to the store every
+    CHECKPOINT_SECONDS and at the end. With ``resume``, a finished config of the same plan is kept (None is
+    returned) and an interrupted one goes on from its next draw, its budget less the time it has had."""
+    old = store.data[part].get(key)
+    same_plan = old is not None and old.get("planned") == draws and old.get("budget") == budget
+    if resume and same_plan and not old.get("in_progress"):
+        log(f"{part} {key}: kept from {old['date']}")
+        return None
+    rec = {**meta, "planned": draws, "results": [], "errors": [], "partial": False, "wall": 0.0,
+           "budget": budget, "in_progress": True, "date": utc_now()}
+    if resume and same_plan:  # interrupted: go on from its next draw
+        rec.update(results=old["results"], errors=old["errors"], wall=old["wall"], resumed=old.get("resumed", 0) + 1)
+    first = rec["done"] = len(rec["results"]) + len(rec["errors"])
+    wall0, start, saved = rec["wall"], time.perf_counter(), time.perf_counter()
+    for draw in range(first, draws):
+        left = budget - wall0 - (time.perf_counter() - start)
         if left <= 0:
-            partial = True
+            rec["partial"] = True
             break
         try:
             res = worker.request(kind, {**params, "draw": draw}, left)
         except Timeout:
-            partial = True
+            rec["partial"] = True
             break
         if "error" in res:
-            errors.append(f"draw {draw}: {res['error']}")
+            rec["errors"].append(f"draw {draw}: {res['error']}")
         else:
-            results.append(res)
-    return {"planned": draws, "done": len(results) + len(errors), "results": results, "errors": errors,
-            "partial": partial, "wall": time.perf_counter() - start, "budget": budget,
-            "date": utc_now()}
+            rec["results"].append({"draw": draw, **res})
+        rec["done"] = len(rec["results"]) + len(rec["errors"])
+        rec["wall"] = wall0 + time.perf_counter() - start
+        if time.perf_counter() - saved > CHECKPOINT_SECONDS:
+            store.put(part, key, rec)
+            saved = time.perf_counter()
+    rec.update(done=len(rec["results"]) + len(rec["errors"]), wall=wall0 + time.perf_counter() - start,
+               in_progress=False, date=utc_now())
+    store.put(part, key, rec)
+    return rec
 
 
-def calibration(store: Store, methods, sizes, draws: int, large_draws: int, budget: float) -> None:
+def calibration(store: Store, methods, sizes, draws: int, large_draws: int, budget: float, resume: bool) -> None:
     for method in methods:
         worker = Worker(method)
         try:
             for dist, d in NULLS:
                 for n in sizes:
                     planned = large_draws if n >= LARGE_N else draws
-                    rec = run_draws(worker, "calibration", {"method": method, "dist": dist, "d": d, "n": n},
-                                    planned, budget)
-                    rec.update(method=method, dist=dist, d=d, n=n, draws_option=draws)
-                    store.put("calibration", f"{method}|{dist}|{d}|{n}", rec)
+                    meta = {"method": method, "dist": dist, "d": d, "n": n}
+                    rec = run_draws(store, "calibration", f"{method}|{dist}|{d}|{n}", meta, worker, "calibration",
+                                    meta, planned, budget, resume)
+                    if rec is None:
+                        continue
                     ks = [r["k"] for r in rec["results"]]
                     log(f"calibration {method} {dist} d={d} n={n}: {ks.count(1)}/{rec['done']} one cluster"
                         f"{' (partial)' if rec['partial'] else ''}, {rec['wall']:.0f} s")
@@ -308,16 +333,17 @@ def calibration(store: Store, methods, sizes, draws: int, large_draws: int, budg
             worker.close()
 
 
-def power(store: Store, methods, draws: int, budget: float) -> None:
+def power(store: Store, methods, ks, draws: int, budget: float, resume: bool) -> None:
     for method in methods:
         worker = Worker(method)
         try:
-            for k in POWER_KS:
-                rec = run_draws(worker, "power", {"method": method, "k": k}, draws, budget)
-                rec.update(method=method, k=k)
-                store.put("power", f"{method}|{k}", rec)
-                ks = [r["k"] for r in rec["results"]]
-                log(f"power {method} K={k}: {ks.count(k)}/{rec['done']} exact"
+            for k in ks:
+                meta = {"method": method, "k": k}
+                rec = run_draws(store, "power", f"{method}|{k}", meta, worker, "power", meta, draws, budget, resume)
+                if rec is None:
+                    continue
+                ks_found = [r["k"] for r in rec["results"]]
+                log(f"power {method} K={k}: {ks_found.count(k)}/{rec['done']} exact"
                     f"{' (partial)' if rec['partial'] else ''}, {rec['wall']:.0f} s")
         finally:
             worker.close()
@@ -354,7 +380,9 @@ def _order(method: str) -> int:
 
 
 def _draws_cell(rec: dict) -> str:
-    cell = f"{rec['done']}/{rec['planned']}"
+    cell = f"{rec['done']}/{rec['planned']}" + (" (resumed)" if rec.get("resumed") else "")
+    if rec.get("in_progress"):
+        return cell + " (interrupted)"
     return cell + " (partial)" if rec["partial"] else cell
 
 
@@ -366,6 +394,8 @@ def _verdict(share: float | None, target: float, rec: dict) -> str:
     if share is None:
         return "no draw done in budget" if rec["partial"] else "-"
     word = "PASS" if share >= target else "**FAIL**"
+    if rec.get("in_progress"):
+        return word + " (interrupted)"
     return word + (" (partial)" if rec["partial"] else "")
 
 
@@ -492,7 +522,10 @@ def main(argv=None) -> None:
     parser.add_argument("--large-draws", type=int, default=None,
                         help=f"draws at n >= {LARGE_N:,} in calibration (default: --draws)")
     parser.add_argument("--sizes", default="500,5000,100000")
+    parser.add_argument("--ks", default=",".join(map(str, POWER_KS)), help="the K of the power part")
     parser.add_argument("--time-budget", type=float, default=900.0, help="seconds per (method, config)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep finished configs of the same plan; go on with interrupted ones")
     parser.add_argument("--note", default="", help="a note on this run for the runs table")
     parser.add_argument("--out", default=str(RESULTS_DIR / "auto-k-null.md"))
     args = parser.parse_args(argv)
@@ -507,6 +540,7 @@ def main(argv=None) -> None:
         parser.error(f"unknown methods {sorted(bad)}; choose from {METHODS}")
     cost_methods = methods if args.methods else list(COST_DEFAULT_METHODS)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s]
+    ks = [int(k) for k in args.ks.split(",") if k]
     large_draws = args.draws if args.large_draws is None else args.large_draws
 
     store = Store(Path(args.out))
@@ -517,11 +551,17 @@ def main(argv=None) -> None:
     store.data["runs"].append(run)
     store.save()
     start = time.perf_counter()
+
+    def terminated(signum, frame):
+        run["note"] = (run["note"] + "; " if run["note"] else "") + "stopped by SIGTERM"
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, terminated)
     try:
         if "calibration" in parts:
-            calibration(store, methods, sizes, args.draws, large_draws, args.time_budget)
+            calibration(store, methods, sizes, args.draws, large_draws, args.time_budget, args.resume)
         if "power" in parts:
-            power(store, methods, args.draws, args.time_budget)
+            power(store, methods, ks, args.draws, args.time_budget, args.resume)
         if "cost" in parts:
             cost(store, cost_methods, args.time_budget)
     finally:

@@ -54,12 +54,9 @@ def _n_clusters(text: str) -> int | str:
     if text.strip().lower() == "auto":
         return "auto"
     try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer; got {text!r}")
-    return value
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a positive integer; got {text!r}") from None
 
 
 def _positive_int(text: str) -> int:

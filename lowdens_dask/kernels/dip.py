@@ -46,20 +46,25 @@ def _hull(x, lo, hi, lower, out):
 
 
 @njit(cache=True, nogil=True)
+def _hull_at(x, knots, m, j, i):
+    """The hull whose ``m`` knots (increasing) are ``knots``, piecewise linear through the points ``(x[k], k + 1)``,
+    at ``x[i]``, the walk along its segments resumed at segment ``j``: ``(value, segment)``."""
+    while j < m - 2 and x[knots[j + 1]] <= x[i]:
+        j += 1
+    a = knots[j]
+    b = knots[min(j + 1, m - 1)]
+    if x[b] > x[a]:
+        return a + 1 + (b - a) * (x[i] - x[a]) / (x[b] - x[a]), j
+    return a + 1.0, j
+
+
+@njit(cache=True, nogil=True)
 def _deviation(x, knots, m, lo, hi, above):
-    """The largest ``rank - hull(x)`` (``above``) or ``hull(x) - rank`` over the points lo..hi (ranks i + 1),
-    the hull given by its ``m`` knots (piecewise linear, knots increasing)."""
+    """The largest ``rank - hull(x)`` (``above``) or ``hull(x) - rank`` over the points lo..hi (ranks i + 1)."""
     best = 0.0
     j = 0
     for i in range(lo, hi + 1):
-        while j < m - 2 and x[knots[j + 1]] <= x[i]:
-            j += 1
-        a = knots[j]
-        b = knots[min(j + 1, m - 1)]
-        if x[b] > x[a]:
-            h = a + 1 + (b - a) * (x[i] - x[a]) / (x[b] - x[a])
-        else:
-            h = a + 1.0
+        h, j = _hull_at(x, knots, m, j, i)
         d = (i + 1 - h) if above else (h - i - 1)
         if d > best:
             best = d
@@ -115,14 +120,7 @@ def _distance_at_knots(x, knots, m, other, mo, gcm_knots):
     j = 0
     for k in range(m):
         i = knots[k]
-        while j < mo - 2 and x[other[j + 1]] <= x[i]:
-            j += 1
-        a = other[j]
-        b = other[min(j + 1, mo - 1)]
-        if x[b] > x[a]:
-            h = a + 1 + (b - a) * (x[i] - x[a]) / (x[b] - x[a])
-        else:
-            h = a + 1.0
+        h, j = _hull_at(x, other, mo, j, i)
         d = (h - i - 1) if gcm_knots else (i + 1 - h)
         if d > best:
             best = d

@@ -6,7 +6,8 @@ the other half (sample splitting, as in Cox, Biometrika 62(2), 1975, and Wasserm
 clean", Ann. Statist. 37(5A), 2009): given the direction, the held-out half is an independent sample of the
 node's distribution, so under a unimodal null (one Gaussian, one uniform cube) its projection is unimodal and
 Hartigan's dip test (:mod:`lowdens_dask.kernels.dip`, calibrated on the uniform, its least favourable unimodal
-null) gives a valid p-value for every index, every n and every dimension. The split made is the one tested.
+null) gives a valid p-value for every index, every n and every dimension. The split made is the one tested
+(exact mode on chunked rows: the split is found on every row, and the test made on the node's summary).
 
 Summaries (microclusters with weights and spreads) are split by microcluster. The held-out half is tested as
 the distribution it stands for: :data:`POINTS_PER_MICROCLUSTER` points per microcluster on average (no more than the
@@ -93,10 +94,9 @@ def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
 
 def held_out_test(data, v: np.ndarray) -> dict:
     """The dip test of the held-out rows (or summary) ``data`` along ``v``. A summary's p-value is read at its
-    number of microclusters (at most its rows), its resolution: the dip of the smooth sample of
-    :func:`held_out_sample` is at most that of one point per microcluster, whose test is calibrated (module
-    docstring), so the test stays conservative where a small leaf's few microclusters would otherwise count as
-    eight times as many points."""
+    number of microclusters (at most its rows), its resolution, not at the size of the smooth sample of
+    :func:`held_out_sample`, which would count a small leaf's few microclusters as eight times as many points
+    (module docstring)."""
     summary = data.spread is not None or not np.all(data.weights == 1.0)
     n = min(max(round(data.total_weight), 2), data.n_samples) if summary else None
     return unimodality_test(held_out_sample(data, v), n)
@@ -105,6 +105,8 @@ def held_out_test(data, v: np.ndarray) -> dict:
 def mean_difference_test(X: np.ndarray, weights: np.ndarray, side: np.ndarray, test_rows) -> dict:
     """The dip test of ``test_rows`` along the direction from the weighted mean of the rows ``X`` on side 0 of a
     split found on them to that of side 1 (splits that are no hyperplane: MSC, SVM-relabel)."""
+    if not (weights[side].sum() > 0 and weights[~side].sum() > 0):
+        return {"dip": 0.0, "p_value": 1.0, "n_test": 0.0}
     u = np.average(X[side], axis=0, weights=weights[side]) - np.average(X[~side], axis=0, weights=weights[~side])
     norm = float(np.linalg.norm(u))
     if not norm > 0:
