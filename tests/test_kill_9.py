@@ -133,6 +133,9 @@ def test_a_server_under_the_lifeline_dies_with_its_parent_on_kill_9(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", CHILD], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
     try:
         server = psutil.Process(int(parent.stdout.readline()))
+        deadline = time.monotonic() + 10  # between fork and exec the child's command line is still empty
+        while server.is_running() and "http.server" not in server.cmdline() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert server.is_running() and "http.server" in server.cmdline()
         parent.kill()
         parent.wait(timeout=10)
