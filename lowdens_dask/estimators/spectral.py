@@ -121,6 +121,19 @@ _ATTRIBUTES_DOC = """
 """
 
 
+_DIVISIVE_PARAMETERS_DOC = """    n_clusters : int or "auto", default=8
+        Number of clusters (leaves). "auto": split a leaf only while its split is significant against a
+        one-cluster null (as for :class:`~lowdens_dask.MDHClustering`): the split is found on a random half of the
+        leaf's points and the other half's dip test along the direction between the two sides' projected
+        centres must reject unimodality at ``significance_level``; the balance asked of each split is then that of
+        ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
+    max_clusters, significance_level
+        As for :class:`~lowdens_dask.MDHClustering`.
+    split_index : {"size", "fval"}, default="size"
+        Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
+        the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
+        unequal sizes "size" splits large clusters before it separates small ones."""
+
 #: ``n_clusters="auto"`` without ``max_clusters``: each split is asked for the balance of this many clusters.
 AUTO_BALANCE_CLUSTERS = 10
 
@@ -306,18 +319,7 @@ class SCPPClustering(_SpectralClustering):
 
     Parameters
     ----------
-    n_clusters : int or "auto", default=8
-        Number of clusters (leaves). "auto": split a leaf only while its split is significant against a
-        one-cluster null (as for :class:`~lowdens_dask.MDHClustering`): the split is found on a random half of the
-        leaf's points and the other half's dip test along the direction between the two sides' projected
-        centres must reject unimodality at ``significance_level``; the balance asked of each split is then that of
-        ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
-    max_clusters, significance_level
-        As for :class:`~lowdens_dask.MDHClustering`.
-    split_index : {"size", "fval"}, default="size"
-        Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
-        the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
-        unequal sizes "size" splits large clusters before it separates small ones.""",
+""" + _DIVISIVE_PARAMETERS_DOC,
         2,
         "normalized",
         "package",
@@ -410,18 +412,7 @@ class LMSCClustering(_SpectralClustering):
 
     Parameters
     ----------
-    n_clusters : int or "auto", default=8
-        Number of clusters (leaves). "auto": split a leaf only while its split is significant against a
-        one-cluster null (as for :class:`~lowdens_dask.MDHClustering`): the split is found on a random half of the
-        leaf's points and the other half's dip test along the direction between the two sides' projected
-        centres must reject unimodality at ``significance_level``; the balance asked of each split is then that of
-        ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
-    max_clusters, significance_level
-        As for :class:`~lowdens_dask.MDHClustering`.
-    split_index : {"size", "fval"}, default="size"
-        Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
-        the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
-        unequal sizes "size" splits large clusters before it separates small ones.""",
+""" + _DIVISIVE_PARAMETERS_DOC,
         1,
         None,
         "paper",
