@@ -14,6 +14,25 @@ def test_every_package_is_listed():
     assert (ROOT / "pipelines" / "__init__.py").exists()
 
 
+def test_every_data_file_is_package_data():
+    """A data file the library reads (the datasets, the dip's null table) is installed with it: a clean install
+    without the table failed at the first n_clusters="auto" fit."""
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    data_files = [
+        path
+        for path in (ROOT / "lowdens_dask").rglob("*")
+        if path.is_file() and path.suffix in {".npz", ".gz", ".json", ".csv"} and "__pycache__" not in path.parts
+    ]
+    assert any(path.name == "dip_null.npz" for path in data_files)
+    for path in data_files:
+        package = ".".join(path.parent.relative_to(ROOT).parts)
+        while package not in package_data:
+            package = package.rpartition(".")[0]
+            assert package, f"{path} is in no package-data entry"
+        base = ROOT.joinpath(*package.split("."))
+        assert any(path.match(str(base / pattern)) for pattern in package_data[package]), path
+
+
 def test_chunk_tasks_do_not_import_scikit_learn():
     """Dask workers import only the layers their tasks need (issue 9, memory: about 90 MB per worker)."""
     import subprocess
