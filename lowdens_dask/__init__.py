@@ -42,10 +42,12 @@ _PUBLIC = {
             "SCPPClustering",
             "SVMRelabelClustering",
             "SupportVectorClustering",
+            "build_summary",
             "check_params",
         )
     },
     "ClusterTree": "lowdens_dask.tree",
+    "ClusterSummary": "lowdens_dask.backend.cluster_summary",
     # plots import matplotlib: only on first use of one of these names
     **{name: "lowdens_dask.plots" for name in ("plot_dendrogram", "plot_node", "plot_tree", "save_plots")},
 }
