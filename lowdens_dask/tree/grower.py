@@ -414,4 +414,4 @@ class HyperplaneSplitter:
 
     def held_out(self, points, node: int, rule) -> dict:
         v, _ = self.frame.from_original(rule.v, rule.b)
-        return held_out_test(halves(points, self.test.seed, node)[1], v)
+        return held_out_test(halves(points, 0 if self.test is None else self.test.seed, node)[1], v)

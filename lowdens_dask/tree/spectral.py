@@ -271,4 +271,5 @@ class SpectralSplitter:
             u = rule.v
         else:  # from side 0's projected centres to side 1's
             u = rule.V @ (rule.centres[rule.sides].mean(axis=0) - rule.centres[~rule.sides].mean(axis=0))
-        return held_out_test(halves(points, self.test.seed, node)[1], self._in_frame(u[:, None])[:, 0])
+        seed = self.seed if self.test is None else self.test.seed
+        return held_out_test(halves(points, seed, node)[1], self._in_frame(u[:, None])[:, 0])

@@ -42,6 +42,9 @@ KEEP_REROUTED = 0.005
 #: A current hyperplane is kept while the density at its threshold (as a share of the highest density along its
 #: normal) exceeds the re-pursued one's by at most this: it still lies in low density.
 KEEP_DENSITY = 0.05
+#: A current rule without a threshold (nearest projected centre) is kept while the held-out dip along it is at least
+#: this much less than along the re-pursued rule's.
+KEEP_DIP_LOSS = 0.1
 #: Points of the projection where :func:`_density_share` looks for the highest density.
 DENSITY_GRID = 128
 #: Shares below this count as this in the drift statistics (a leaf no row reached before, or now).
@@ -112,14 +115,19 @@ def update_tree(
         found = splitter.find(data, node.id, node)
         current = node.rule.side(X)
         record = {"node": node.id}
-        in_low_density = True
+        in_low_density, stats = True, {}
         if found is not None:
             found = found._replace(rule=_oriented(found.rule, X, w, current))
             record.update(_movement(node.rule, found.rule, X, w, current))
-            in_low_density = record["rerouted"] <= KEEP_REROUTED or _still_low(node.rule, found.rule, X, w, spread[rows])
+            in_low_density = record["rerouted"] <= KEEP_REROUTED
+            if not in_low_density and isinstance(node.rule, HyperplaneRule):
+                in_low_density = _still_low(node.rule, found.rule, X, w, spread[rows])
+            elif not in_low_density:  # a rule with no threshold: does it still separate as well as the new one?
+                stats = splitter.held_out(data, node.id, node.rule)
+                new = splitter.held_out(data, node.id, found.rule)
+                in_low_density = stats["dip"] >= (1.0 - KEEP_DIP_LOSS) * new["dip"]
         valid = found is not None and found.valid
-        stats = {}
-        if in_low_density and level is not None:  # is the current rule still significant?
+        if in_low_density and level is not None and not stats:  # is the current rule still significant?
             stats = splitter.held_out(data, node.id, node.rule)
         if in_low_density and significant(stats) or not (valid or grow):
             node.stats.update(stats)
@@ -220,8 +228,8 @@ def _oriented(rule: SplitRule, X: np.ndarray, w: np.ndarray, current: np.ndarray
 def _still_low(old: SplitRule, new: SplitRule, X: np.ndarray, w: np.ndarray, spread: np.ndarray) -> bool:
     """Whether the current hyperplane still lies in low density: the density of the node's points projected on
     its normal, at its threshold, as a share of that projection's highest density, exceeds the re-pursued
-    hyperplane's share by at most KEEP_DENSITY (other rules: only by rerouting, :data:`KEEP_REROUTED`)."""
-    if not (isinstance(old, HyperplaneRule) and isinstance(new, HyperplaneRule)):
+    split's share by at most KEEP_DENSITY."""
+    if not isinstance(new, HyperplaneRule):
         return False
     return _density_share(old, X, w, spread) <= _density_share(new, X, w, spread) + KEEP_DENSITY
 
