@@ -25,16 +25,21 @@ class TreeFitMixin:
         """Fit on rows or summaries in memory. In summary mode (``spread`` given) the tree grows as parallel
         Dask tasks; with ``rows`` (a ChunkedNode of the rows, for ``refine``) every split is polished by exact
         passes over its node's rows before it is made."""
-        frame, constant = rows_frame(X, weights, self.standardize)
-        Z = X if frame.mean is None else (X - frame.mean) / frame.scale
-        if self.standardize and spread is not None and not constant.all():
-            # per-dimension variance, approximately, in z-scored units (of the columns that are not constant)
-            spread = spread / np.mean(frame.scale[~constant] ** 2)
+        frame, Z, spread = self._in_frame(X, weights, spread)
         refine = None
         if rows is not None:
             refine = Refine(*exact_frame(self, rows), self.refine)
         with single_threaded_blas():
             self._fit_data(InMemoryData(Z, weights, spread), frame, task_slots() if spread is not None else 0, refine)
+
+    def _in_frame(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None):
+        """``(frame, rows in the frame, spread in the frame)`` of rows or summaries in memory."""
+        frame, constant = rows_frame(X, weights, self.standardize)
+        Z = X if frame.mean is None else (X - frame.mean) / frame.scale
+        if self.standardize and spread is not None and not constant.all():
+            # per-dimension variance, approximately, in z-scored units (of the columns that are not constant)
+            spread = spread / np.mean(frame.scale[~constant] ** 2)
+        return frame, Z, spread
 
     def _fit_node(self, root: ChunkedNode) -> None:
         """Fit in exact mode over chunked rows: nodes that fit ``max_node_bytes`` on one worker each, the

@@ -77,6 +77,7 @@ from sklearn.utils import check_random_state
 from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array, write_integrity_manifest
 from ..backend.chunked import ChunkedNode, PassCounter, Summary, default_max_node_bytes
+from ..backend.cluster_summary import ClusterSummary
 from ..backend.frame import Frame, column_frame
 from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree
@@ -209,6 +210,7 @@ def fit_small_input(est, arr: da.Array, chunked: bool, fit_rows, route, summary:
     est.labels_ = store_labels(est, labels) if chunked else labels.compute()
     if summary:
         est.n_microclusters_ = rows.shape[0]
+        est.summary_ = rows_summary(rows, weights, arr.shape[0])
         computed = not chunked or est.labels_store is not None
         est.timings_ = {
             "summary_pass": read - start,
@@ -266,6 +268,7 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     grown = time.perf_counter()
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
+    est.summary_ = ClusterSummary.from_data(summary.data, summary.n_rows)
     labels = route(arr)
     computed = not is_chunked_input(X) or est.labels_store is not None
     est.labels_ = store_labels(est, labels) if is_chunked_input(X) else labels.compute()
@@ -276,6 +279,68 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     }
     counter = PassCounter() if rows is None else rows.counter
     counter.add(1 + (est.labels_store is not None and is_chunked_input(X)))  # the summary; the labels written
+    record_passes(est, counter)
+    return est
+
+
+def rows_summary(rows: np.ndarray, weights: np.ndarray, n_rows: int) -> ClusterSummary:
+    """Rows as their own microclusters (no spread): the summary of small input."""
+    return ClusterSummary(np.asarray(rows, dtype=np.float64), np.asarray(weights, dtype=np.float64),
+                          np.zeros(rows.shape[0]), int(n_rows))  # fmt: skip
+
+
+def build_summary(est, X) -> ClusterSummary:
+    """The summary of X (in memory, a Dask array or a zarr store) that summary mode would build with ``est``'s
+    ``rows_per_microcluster``, ``random_state`` and ``nonfinite``: one pass (small input: its rows). What a fit
+    in exact mode or in memory keeps for later updates (``est.summary_ = build_summary(est, X)``)."""
+    arr = as_chunked(est, X)
+    if is_small_input(arr):
+        rows, weights, _ = read_small_input(est, arr)
+        return rows_summary(rows, weights, arr.shape[0])
+    summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
+    return ClusterSummary.from_data(summary.data, summary.n_rows)
+
+
+def update_in_summary_mode(est, X, update_tree, route):
+    """``partial_fit`` after the first call: summarise X's rows (one pass), merge them into ``est.summary_``
+    (old weights times ``1 - est.decay``), ``update_tree(merged, old_weights)`` (the report), then ``route(arr)``
+    X's rows to their cluster ids.
+
+    Sets ``summary_``, ``n_microclusters_``, ``n_clusters_``, ``n_nonfinite_``, ``labels_`` (of X),
+    ``update_report_`` and ``timings_``."""
+    arr = as_chunked(est, X)
+    if arr.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {arr.shape[1]} features; the estimator was fitted on {est.n_features_in_}.")
+    check_worker_memory(chunk_bytes(arr))
+    start = time.perf_counter()
+    if is_small_input(arr):
+        rows, weights, n_nonfinite = read_small_input(est, arr)
+        new = rows_summary(rows, weights, arr.shape[0])
+    else:
+        seed = np.random.default_rng([check_random_state(est.random_state).randint(2**31 - 1), est.tree_.update + 1])
+        summary = summarise(est, arr, int(seed.integers(2**31 - 1)))
+        new, n_nonfinite = ClusterSummary.from_data(summary.data, summary.n_rows), summary.n_nonfinite
+    summarised = time.perf_counter()
+    merged = est.summary_.merged(new, est.decay)
+    old_weights = merged.weights.copy()
+    old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
+    report = update_tree(merged, old_weights)
+    grown = time.perf_counter()
+    est.summary_ = merged
+    est.n_microclusters_ = merged.n_microclusters
+    est.n_clusters_ = est.tree_.n_leaves
+    est.n_nonfinite_ = n_nonfinite
+    chunked = is_chunked_input(X)
+    est.labels_ = store_labels(est, route(arr)) if chunked else route(arr).compute()
+    computed = not chunked or est.labels_store is not None
+    est.timings_ = {
+        "summary_pass": summarised - start,
+        "tree": grown - summarised,
+        "label_pass": time.perf_counter() - grown if computed else None,
+    }
+    est.update_report_ = {"n_rows": new.n_rows, "decay": est.decay, **report}
+    counter = PassCounter()
+    counter.add(1 + (est.labels_store is not None and chunked))
     record_passes(est, counter)
     return est
 

@@ -182,6 +182,12 @@ def check_n_clusters_auto(est, allow_none: bool = True) -> None:
             f"{name}: significance_level (the p-value below which n_clusters='auto' splits a leaf) must be a number "
             f"strictly between 0 and 1; got {level!r}."
         )
+    decay = getattr(est, "decay", None)
+    if decay is not None and not (isinstance(decay, numbers.Real) and not isinstance(decay, bool) and 0 <= decay < 1):
+        raise ValueError(
+            f"{name}: decay (the share of the old rows' weight each partial_fit takes away) must be None or a number "
+            f"in [0, 1); got {decay!r}."
+        )
 
 
 def check_mdh_params(est) -> None:

@@ -17,7 +17,10 @@ from ..backend import as_dask_array
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..pursuit.significance import SplitTest
-from ..tree.grower import grow_tree
+from ..backend import InMemoryData
+from ..backend.cluster_summary import ClusterSummary
+from ..tree.grower import HyperplaneSplitter, grow_tree
+from ..tree.update import update_tree
 from ._base import TreeFitMixin
 from ._progress import progress_bar
 from ._scale_out import (
@@ -27,6 +30,7 @@ from ._scale_out import (
     is_chunked_input,
     max_node_bytes,
     route_rows,
+    update_in_summary_mode,
     use_summary_mode,
 )
 from ._validation import (
@@ -36,6 +40,7 @@ from ._validation import (
     check_n_clusters_auto,
     labels_with_skipped,
     predict_rows,
+    single_threaded_blas,
 )
 
 
@@ -78,10 +83,14 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         """Grow the tree on X; ``labels_`` are the leaves' labels (tree order).
 
         X may be an array, a Dask array or a zarr store; see ``mode`` and
-        :mod:`lowdens_dask.estimators._scale_out` for the summary and exact modes of the latter two.
+        :mod:`lowdens_dask.estimators._scale_out` for the summary and exact modes of the latter two. A fit
+        forgets earlier fits and updates; in summary mode it keeps the summary (``summary_``) that
+        :meth:`partial_fit` updates.
         """
         self._check_params()
         check_scale_out_params(self)
+        for name in ("summary_", "update_report_"):
+            self.__dict__.pop(name, None)
         if use_summary_mode(self, X):
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
         if is_chunked_input(X):
@@ -92,6 +101,71 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         self.n_nonfinite_ = 0 if finite is None else int((~finite).sum())
         self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
         return self
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Update the clustering with new rows X (an array, a Dask array or a zarr store), in summary mode.
+
+        The first call fits X in summary mode (whatever ``mode`` says). Each later call summarises only X's rows
+        (one pass), merges them into ``summary_`` (with ``decay``, the rows seen before keep ``1 - decay`` of
+        their weight) and updates ``tree_`` on the merged summary (:mod:`lowdens_dask.tree.update`): each split
+        is re-pursued from its hyperplane and kept as it is while it still lies in low density (reroutes at most
+        :data:`~lowdens_dask.tree.update.KEEP_REROUTED` of its node's weight); with ``n_clusters="auto"`` (or
+        None) a split that is no longer significant (valid) is merged back and a leaf whose best split has
+        become significant is split; with an integer ``n_clusters`` only the hyperplanes move. Cluster ids are
+        stable: an unchanged leaf keeps its id, a split leaf's id goes to the child with most of its old
+        weight, a merged leaf takes the id of its largest leaf, and ids are never reused, so ids need not be
+        0..K-1. ``labels_`` are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and
+        ``tree_.update`` counts the updates (each node records ``created`` and ``changed``).
+
+        An estimator fitted by :meth:`fit` in exact mode has no summary: set ``summary_`` (the summary of the
+        rows it was fitted on, :func:`~lowdens_dask.estimators.build_summary`) before updating it.
+        ``sample_weight`` is not supported (the summary's microclusters carry the row counts).
+        """
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported by partial_fit (the summary carries the weights).")
+        self._check_params()
+        check_scale_out_params(self)
+        if hasattr(self, "summary_"):
+            return update_in_summary_mode(self, X, self._update_tree, self._route)
+        if hasattr(self, "tree_"):
+            raise ValueError(
+                f"This {type(self).__name__} was fitted in exact mode and has no summary of the rows it saw, which "
+                "an update needs: set summary_ = build_summary(estimator, X_fitted), or refit with mode='summary'."
+            )
+        fit_in_summary_mode(self, X, None, self._fit_rows, self._route)
+        self.tree_.stabilise_labels()
+        self.update_report_ = {
+            "update": 0,
+            "n_rows": self.summary_.n_rows,
+            "decay": self.decay,
+            "n_clusters_before": 0,
+            "n_clusters": self.n_clusters_,
+            "nodes": [],
+            "leaves": [],
+            "drift": None,
+        }
+        return self
+
+    def _update_tree(self, summary: ClusterSummary, old_weights: np.ndarray) -> dict:
+        """Update ``tree_`` to the merged summary (:func:`lowdens_dask.tree.update.update_tree`)."""
+        frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
+        target, test = growth_target(self)
+        grow = not isinstance(self.n_clusters, numbers.Integral)
+        with single_threaded_blas():
+            return update_tree(
+                self.tree_,
+                InMemoryData(Z, summary.weights, spread),
+                summary.means,
+                old_weights,
+                self._splitter(frame, test),
+                grow=grow,
+                max_leaves=target if grow else None,
+                level=None if test is None else test.level,
+                min_size=self.min_size,
+            )
+
+    def _splitter(self, frame, test):
+        return HyperplaneSplitter(self._method, self._index_params(), self.min_size, frame, test)
 
     def _route(self, arr):
         return route_rows(self.tree_, arr)
@@ -279,6 +353,7 @@ class MDHClustering(_DivisiveClustering):
         force_n_clusters: bool = True,
         max_clusters: int | None = None,
         significance_level: float = 0.01,
+        decay: float | None = None,
         bandwidth: float | str | Callable | None = None,
         alphas: Sequence[float] | None = None,
         v0: np.ndarray | Callable | None = None,
@@ -302,6 +377,7 @@ class MDHClustering(_DivisiveClustering):
         self.force_n_clusters = force_n_clusters
         self.max_clusters = max_clusters
         self.significance_level = significance_level
+        self.decay = decay
         self.bandwidth = bandwidth
         self.refine = refine
         self.alphas = alphas
@@ -376,6 +452,7 @@ class PDDP(_DivisiveClustering):
         force_n_clusters: bool = True,
         max_clusters: int | None = None,
         significance_level: float = 0.01,
+        decay: float | None = None,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -391,6 +468,7 @@ class PDDP(_DivisiveClustering):
         self.force_n_clusters = force_n_clusters
         self.max_clusters = max_clusters
         self.significance_level = significance_level
+        self.decay = decay
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
@@ -447,6 +525,7 @@ class DePDDP(_DivisiveClustering):
         force_n_clusters: bool = True,
         max_clusters: int | None = None,
         significance_level: float = 0.01,
+        decay: float | None = None,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -463,6 +542,7 @@ class DePDDP(_DivisiveClustering):
         self.force_n_clusters = force_n_clusters
         self.max_clusters = max_clusters
         self.significance_level = significance_level
+        self.decay = decay
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
@@ -526,6 +606,7 @@ class IPDDP(_DivisiveClustering):
         force_n_clusters: bool = True,
         max_clusters: int | None = None,
         significance_level: float = 0.01,
+        decay: float | None = None,
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
@@ -542,6 +623,7 @@ class IPDDP(_DivisiveClustering):
         self.force_n_clusters = force_n_clusters
         self.max_clusters = max_clusters
         self.significance_level = significance_level
+        self.decay = decay
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster

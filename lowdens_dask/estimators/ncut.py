@@ -134,6 +134,7 @@ class NCutClustering(_DivisiveClustering):
         force_n_clusters: bool = True,
         max_clusters: int | None = None,
         significance_level: float = 0.01,
+        decay: float | None = None,
         scale: float | Callable | None = None,
         v0: Callable | None = None,
         maxiter: int = 50,
@@ -154,6 +155,7 @@ class NCutClustering(_DivisiveClustering):
         self.force_n_clusters = force_n_clusters
         self.max_clusters = max_clusters
         self.significance_level = significance_level
+        self.decay = decay
         self.scale = scale
         self.v0 = v0
         self.maxiter = maxiter

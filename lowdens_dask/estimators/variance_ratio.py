@@ -147,6 +147,7 @@ class MCClustering(_DivisiveClustering):
         force_n_clusters: bool = True,
         max_clusters: int | None = None,
         significance_level: float = 0.01,
+        decay: float | None = None,
         v0: Callable | None = None,
         maxiter: int = 50,
         ftol: float = 1e-8,
@@ -166,6 +167,7 @@ class MCClustering(_DivisiveClustering):
         self.force_n_clusters = force_n_clusters
         self.max_clusters = max_clusters
         self.significance_level = significance_level
+        self.decay = decay
         self.v0 = v0
         self.maxiter = maxiter
         self.ftol = ftol

@@ -49,6 +49,11 @@ class Node:
     params: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     forced: bool = False
+    #: A leaf's cluster id once the tree's labels are stable (:meth:`ClusterTree.stabilise_labels`), else None.
+    label: int | None = None
+    #: The update (:attr:`ClusterTree.update`) at which the node was created, and at which its split last changed.
+    created: int = 0
+    changed: int = 0
 
     @property
     def is_leaf(self) -> bool:
@@ -90,6 +95,10 @@ class Node:
             "size": self.size,
             "children": list(self.children) if self.children is not None else None,
         }
+        if self.label is not None:
+            out["label"] = self.label
+        if self.created or self.changed:
+            out.update(created=self.created, changed=self.changed)
         if self.rule is not None:
             out.update(
                 rule=self.rule.to_dict(),
@@ -104,6 +113,8 @@ class Node:
     def from_dict(cls, item: dict[str, Any], version: int) -> Node:
         children = tuple(item["children"]) if item["children"] is not None else None
         node = cls(item["id"], item["parent"], item["depth"], item["size"], children)
+        node.label = item.get("label")
+        node.created, node.changed = int(item.get("created", 0)), int(item.get("changed", 0))
         if version == 1 and "v" in item:  # v, b and the MDH statistics as fields of their own
             item = {
                 **item,
@@ -127,7 +138,12 @@ class ClusterTree:
     """A divisive cluster tree of hyperplanes. It stores no data rows.
 
     Node ids are stable: the root is 0, new nodes take the next free id, and pruning never
-    renumbers. Leaves are labelled 0..K-1 in depth-first, left-to-right order.
+    renumbers. Leaves are labelled 0..K-1 in depth-first, left-to-right order, until the labels are made
+    stable (:meth:`stabilise_labels`, as ``partial_fit`` does): each leaf then carries its cluster id, which
+    edits and updates keep. A split leaf's id goes to the child that holds most of its weight and the other
+    child gets a new one; a leaf made by merging (:meth:`merge_leaf`, :meth:`prune`) takes the id of its
+    largest leaf; ids are never reused. ``update`` counts the updates applied (``partial_fit``), and each
+    node records the update at which it was ``created`` and ``changed`` last.
 
     Parameters
     ----------
@@ -147,6 +163,39 @@ class ClusterTree:
         self.params = dict(params or {})
         self.nodes: dict[int, Node] = {0: Node(0, None, 0, float(root_size))}
         self._next_id = 1
+        self.update = 0
+        self._next_label: int | None = None  # the next cluster id, once the labels are stable
+
+    # ------------------------------------------------------------------ stable cluster ids
+    @property
+    def labels_stable(self) -> bool:
+        """Whether each leaf carries its cluster id (:meth:`stabilise_labels`)."""
+        return self._next_label is not None
+
+    def stabilise_labels(self) -> None:
+        """Give each leaf its current label (depth-first order) as a cluster id that later edits keep."""
+        if self.labels_stable:
+            return
+        leaves = self.leaves()
+        for label, leaf in enumerate(leaves):
+            leaf.label = label
+        self._next_label = len(leaves)
+
+    def _new_label(self) -> int:
+        label = self._next_label
+        self._next_label += 1
+        return label
+
+    def _largest_leaf_label(self, node: Node) -> int | None:
+        """The cluster id of the largest leaf in the subtree of ``node`` (ties to the smaller id)."""
+        leaves, stack = [], [node.id]
+        while stack:
+            current = self.nodes[stack.pop()]
+            if current.children is None:
+                leaves.append(current)
+            else:
+                stack.extend(current.children)
+        return min(leaves, key=lambda leaf: (-leaf.size, leaf.label)).label
 
     # ------------------------------------------------------------------ navigation
     @property
@@ -181,12 +230,19 @@ class ClusterTree:
 
     # ------------------------------------------------------------------ editing
     def add_split(
-        self, node: int | Node, method: str, hyperplane: Hyperplane, sizes: tuple[float, float], forced: bool = False
+        self,
+        node: int | Node,
+        method: str,
+        hyperplane: Hyperplane,
+        sizes: tuple[float, float],
+        forced: bool = False,
+        keep: int | None = None,
     ) -> Node:
         """Split a leaf with a computed hyperplane; returns the node. Children are new leaves. ``forced`` marks
-        a split made although the hyperplane is not a valid split (``force_n_clusters``)."""
+        a split made although the hyperplane is not a valid split (``force_n_clusters``). With stable labels,
+        child ``keep`` (0 or 1; default the larger) keeps the leaf's cluster id."""
         rule = HyperplaneRule(hyperplane.v, hyperplane.b)
-        return self.add_rule_split(node, method, rule, sizes, hyperplane.params, hyperplane.stats, forced)
+        return self.add_rule_split(node, method, rule, sizes, hyperplane.params, hyperplane.stats, forced, keep)
 
     def add_rule_split(
         self,
@@ -197,18 +253,27 @@ class ClusterTree:
         params: dict,
         stats: dict,
         forced: bool = False,
+        keep: int | None = None,
     ) -> Node:
-        """Split a leaf by any split rule (:mod:`lowdens_dask.tree.rules`); returns the node."""
+        """Split a leaf by any split rule (:mod:`lowdens_dask.tree.rules`); returns the node. ``keep``: as for
+        :meth:`add_split`."""
         node = self._node(node)
         if not node.is_leaf:
             raise ValueError(f"Node {node.id} is already split; prune it first.")
         node.set_rule(method, rule, params, stats)
         node.forced = bool(forced)
+        node.changed = self.update
         ids = (self._next_id, self._next_id + 1)
         self._next_id += 2
         for child_id, size in zip(ids, sizes):
-            self.nodes[child_id] = Node(child_id, node.id, node.depth + 1, float(size))
+            self.nodes[child_id] = Node(child_id, node.id, node.depth + 1, float(size), created=self.update)
+            self.nodes[child_id].changed = self.update
         node.children = ids
+        if self.labels_stable:
+            keep = int(sizes[1] > sizes[0]) if keep is None else int(keep)
+            self.nodes[ids[keep]].label = node.label
+            self.nodes[ids[1 - keep]].label = self._new_label()
+            node.label = None
         return node
 
     def split(self, node: int | Node, X, *, method: str | None = None, **params) -> Node:
@@ -243,12 +308,13 @@ class ClusterTree:
         node = self._node(node)
         if node.is_leaf:
             raise ValueError(f"Node {node.id} is a leaf; there is nothing to prune.")
+        label = self._largest_leaf_label(node) if self.labels_stable else None
         stack = list(node.children)
         while stack:
             child = self.nodes.pop(stack.pop())
             if child.children is not None:
                 stack.extend(child.children)
-        node.children = None
+        node.children, node.label, node.changed = None, label, self.update
         return node
 
     def merge_leaf(self, leaf: int | Node) -> Node:
@@ -260,9 +326,12 @@ class ClusterTree:
             raise ValueError(f"Node {leaf.id} is not a leaf with a parent; only such a leaf can be merged back.")
         parent = self.nodes[leaf.parent]
         sibling = self.nodes[next(c for c in parent.children if c != leaf.id)]
+        if sibling.is_leaf and self.labels_stable:  # the merged leaf takes the id of the larger
+            parent.label = min((leaf, sibling), key=lambda n: (-n.size, n.label)).label
         del self.nodes[leaf.id], self.nodes[sibling.id]
         parent.children, parent.rule, parent.method = sibling.children, sibling.rule, sibling.method
         parent.params, parent.stats, parent.forced = sibling.params, sibling.stats, sibling.forced
+        parent.changed = self.update
         for child in sibling.children or ():
             self.nodes[child].parent = parent.id
         stack = list(parent.children or ())
@@ -290,8 +359,14 @@ class ClusterTree:
         return Router(self).apply(self._check_X(X))
 
     def leaf_labels(self) -> dict[int, int]:
-        """Map from leaf id to cluster label."""
+        """Map from leaf id to cluster label (the leaves' stable cluster ids, once :meth:`stabilise_labels`)."""
+        if self.labels_stable:
+            return {node.id: node.label for node in self.leaves()}
         return {node.id: label for label, node in enumerate(self.leaves())}
+
+    def changed_nodes(self) -> list[int]:
+        """Ids of the nodes created or changed by the latest update (none before the first)."""
+        return [node.id for node in self if self.update and node.changed == self.update]
 
     def predict(self, X, *, storage_options: dict | None = None):
         """Cluster labels: route each row down the tree to its leaf.
@@ -324,6 +399,7 @@ class ClusterTree:
             "method": self.method,
             "params": _jsonable(self.params),
             "next_id": self._next_id,
+            **({"update": self.update, "next_label": self._next_label} if self.labels_stable else {}),
             "nodes": [node.to_dict() for node in sorted(self.nodes.values(), key=lambda n: n.id)],
         }
 
@@ -343,6 +419,8 @@ class ClusterTree:
             node = Node.from_dict(item, version)
             tree.nodes[node.id] = node
         tree._next_id = payload["next_id"]
+        tree.update = int(payload.get("update", 0))
+        tree._next_label = payload.get("next_label")
         return tree
 
     @classmethod
@@ -350,7 +428,7 @@ class ClusterTree:
         return cls.from_dict(json.loads(text))
 
     def to_linkage(self) -> np.ndarray:
-        """A scipy linkage matrix over the leaves (observation i = leaf label i).
+        """A scipy linkage matrix over the leaves (observation i = the leaf with the i-th smallest label).
 
         The merge height of an internal node is the height of its subtree, so heights are monotone
         and :func:`scipy.cluster.hierarchy.dendrogram` draws the tree as it is.
@@ -359,7 +437,7 @@ class ClusterTree:
         n_leaves = len(labels)
         if n_leaves < 2:
             raise ValueError("A linkage matrix needs at least two leaves.")
-        cluster_id: dict[int, int] = dict(labels)
+        cluster_id: dict[int, int] = {leaf: i for i, leaf in enumerate(sorted(labels, key=labels.get))}
         height: dict[int, float] = {leaf: 0.0 for leaf in labels}
         count: dict[int, int] = {leaf: 1 for leaf in labels}
         rows = []

@@ -43,8 +43,10 @@ from ..backend.chunked import large_allocations_from_the_heap
 from ..backend.frame import Frame
 from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
-from ..pursuit.significance import SplitTest, halves, significant, with_test
+from ..pursuit.significance import SplitTest, halves, held_out_test, significant, with_test
 from .cluster_tree import ClusterTree, Node
+from .rules import HyperplaneRule
+from .update import Candidate
 
 #: In summary mode (``parallel`` > 0), leaves of at least this many rows (microclusters) are split in Dask tasks;
 #: smaller ones here, one restart after the other. Measured on the 10^7-row scale mixture (5,078 microclusters,
@@ -388,3 +390,28 @@ def polish(
         return None
     v, b = row_frame.to(frame, polished.v, polished.b)
     return polished, polished._replace(v=v, b=b)
+
+
+class HyperplaneSplitter:
+    """Finds and tests splits for :func:`lowdens_dask.tree.update.update_tree` with a hyperplane index, as
+    :func:`grow_tree` does: points in ``frame``, rules in the original coordinates. A node's split is re-pursued
+    from its current hyperplane (one start, at the continuation stage its pursuit ended, e.g. MDH's last
+    alpha); a leaf's is searched from the index's own starts."""
+
+    def __init__(self, method: str, params: dict, min_size: float, frame: Frame, test: SplitTest | None):
+        self.method, self.params, self.min_size, self.frame, self.test = method, params, min_size, frame, test
+
+    def find(self, points, node: int, start: Node | None) -> Candidate | None:
+        params = self.params
+        if start is not None and isinstance(start.rule, HyperplaneRule):
+            v, _ = self.frame.from_original(start.rule.v, start.rule.b)
+            params = {**params, **get_index(self.method).polish_params(start.params), "v0": v[:, None]}
+        hp = _best_split(self.method, points, params, self.min_size, None, self.test, node)
+        if hp is None:
+            return None
+        hp = _to_original(hp, self.frame)
+        return Candidate(HyperplaneRule(hp.v, hp.b), hp.params, hp.stats, bool(hp.valid))
+
+    def held_out(self, points, node: int, rule) -> dict:
+        v, _ = self.frame.from_original(rule.v, rule.b)
+        return held_out_test(halves(points, self.test.seed, node)[1], v)

@@ -1,0 +1,92 @@
+"""ClusterSummary: the weighted microclusters a summary-mode fit is grown on, kept so that later data can be
+merged in (``partial_fit``) and stored with a run."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from .memory import InMemoryData
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """Microclusters of the rows seen: ``means`` (m, d), row counts ``weights`` (m,) and per-dimension spread
+    (m,): the mean within-microcluster variance per dimension. ``n_rows`` counts the rows summarised (NaN/inf
+    rows left out of the summary included), ``n_updates`` the summaries merged into the first."""
+
+    means: np.ndarray
+    weights: np.ndarray
+    spread: np.ndarray
+    n_rows: int
+    n_updates: int = 0
+
+    def __post_init__(self):
+        m = self.means.shape[0]
+        if self.means.ndim != 2 or self.weights.shape != (m,) or self.spread.shape != (m,):
+            raise ValueError(
+                f"A summary needs means of shape (m, d) and weights and spread of shape (m,); got "
+                f"{self.means.shape}, {self.weights.shape} and {self.spread.shape}."
+            )
+
+    @classmethod
+    def from_data(cls, data: InMemoryData, n_rows: int) -> ClusterSummary:
+        """A summary of an :class:`InMemoryData` (rows without spread count as microclusters of no spread)."""
+        spread = np.zeros(data.n_samples) if data.spread is None else np.asarray(data.spread, dtype=np.float64)
+        means = np.asarray(data.X, dtype=np.float64)
+        return cls(means, np.asarray(data.weights, dtype=np.float64), spread, int(n_rows))
+
+    @property
+    def n_microclusters(self) -> int:
+        return int(self.means.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.means.shape[1])
+
+    @property
+    def total_weight(self) -> float:
+        return float(self.weights.sum())
+
+    def data(self) -> InMemoryData:
+        """The microclusters as weighted points with spread (what the tree grower takes)."""
+        return InMemoryData(self.means, self.weights, self.spread)
+
+    def merged(self, new: ClusterSummary, decay: float | None = None) -> ClusterSummary:
+        """This summary followed by ``new``'s microclusters; with ``decay``, this summary's weights are first
+        multiplied by ``1 - decay`` (the weight left to old data), and microclusters whose weight falls below
+        1e-9 of the total are dropped."""
+        if new.n_features != self.n_features:
+            raise ValueError(f"The new rows have {new.n_features} features; the summary has {self.n_features}.")
+        weights = self.weights if decay is None else self.weights * (1.0 - decay)
+        keep = weights > 1e-9 * (weights.sum() + new.total_weight)
+        return ClusterSummary(
+            np.concatenate([self.means[keep], new.means]),
+            np.concatenate([weights[keep], new.weights]),
+            np.concatenate([self.spread[keep], new.spread]),
+            self.n_rows + new.n_rows,
+            self.n_updates + 1,
+        )
+
+    def to_bytes(self) -> bytes:
+        """The summary as .npz bytes (what a run stores)."""
+        buffer = io.BytesIO()
+        np.savez(
+            buffer,
+            means=self.means,
+            weights=self.weights,
+            spread=self.spread,
+            n_rows=np.int64(self.n_rows),
+            n_updates=np.int64(self.n_updates),
+        )
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, payload: bytes) -> ClusterSummary:
+        """The summary :meth:`to_bytes` wrote."""
+        with np.load(io.BytesIO(payload), allow_pickle=False) as f:
+            return cls(f["means"], f["weights"], f["spread"], int(f["n_rows"]), int(f["n_updates"]))
