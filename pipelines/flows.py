@@ -45,6 +45,7 @@ from lowdens_dask import ClusterTree  # noqa: E402
 from . import job  # noqa: E402
 from .inputs import open_input  # noqa: E402
 from .job import make_estimator, route_to_stable_ids, stable_labels  # noqa: E402
+from .metrics import describe_update  # noqa: E402
 from .runs import DEFAULT_STORE, Attempt, RunsStore  # noqa: E402
 
 #: Keys of the flow's ``cluster`` parameter (those of prefect-dask's ``DaskTaskRunner``).
@@ -185,27 +186,33 @@ def persist(attempt: Attempt, attrs: dict) -> str:
 
 
 def publish_artifacts(run, store: str) -> None:
-    """The run's result in the Prefect UI: a markdown summary (clusters, sizes, scores, where the run is kept)
-    and a table of the cluster sizes."""
+    """The run's result in the Prefect UI: a markdown summary (clusters, sizes, scores, for an update what
+    changed, where the run is kept) and a table of the cluster sizes by cluster id."""
     metrics = run.attrs["metrics"]
-    sizes = metrics.get("cluster_sizes", [])
+    sizes = metrics.get("cluster_sizes", [])  # by cluster id: ids need not be 0..K-1, and unused ids count 0
+    ids = sorted(set(run.stable_ids[list(run.tree.leaf_labels().values())].tolist()))
+    sizes = {i: sizes[i] if i < len(sizes) else 0 for i in ids}
     scores = ", ".join(
         f"{name} {metrics[name]:.3f}" for name in ("adjusted_rand", "purity", "v_measure") if name in metrics
     )
+    update = []
+    if run.parent is not None:
+        update = [f"- an update of run {run.parent}:", *(f"  - {line}" for line in describe_update(metrics["update"]))]
     lines = [
         f"# Run {run.run_id}",
         "",
         f"- clusters: **{metrics['n_leaves']}** ({run.attrs['params']['method']}, "
         f"{run.attrs['input']['shape'][0]:,} rows of {run.attrs['input']['path']})",
-        f"- cluster sizes: {', '.join(f'{size:,}' for size in sizes)}",
+        f"- cluster sizes: {', '.join(f'{i}: {size:,}' for i, size in sizes.items())}",
         f"- rows not labelled (NaN or inf): {metrics.get('n_unlabelled', 0):,}",
         *([f"- scores against the true labels: {scores}"] if scores else []),
+        *update,
         f"- run store: `{store}`; the run: `{run.url}`",
     ]
     key = "".join(c if c.isalnum() else "-" for c in run.run_id.lower())
     create_markdown_artifact("\n".join(lines), key=f"run-{key}"[:100], description=f"lowdens run {run.run_id}")
-    total = max(1, sum(sizes))
-    table = [{"cluster": i, "rows": size, "share": round(size / total, 4)} for i, size in enumerate(sizes)]
+    total = max(1, sum(sizes.values()))
+    table = [{"cluster": i, "rows": size, "share": round(size / total, 4)} for i, size in sizes.items()]
     create_table_artifact(table, key=f"sizes-{key}"[:100], description=f"cluster sizes of run {run.run_id}")
 
 
