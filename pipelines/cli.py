@@ -302,16 +302,10 @@ class _Request:
 
         self.args, self.input_path, self.true_labels = args, input_path, true_labels
         self.update_from = getattr(args, "update_from", None)
-        runs = RunsStore(args.store)
-        n_clusters = args.n_clusters
-        if n_clusters is None:  # not given: the parent run's setting for an update, else auto
-            n_clusters = runs.get(self.update_from).attrs["params"]["n_clusters"] if self.update_from else "auto"
-        try:
-            params = _params(args.param) or None
+        try:  # the settings not given: the parent run's for an update, else the defaults
+            settings = (args.method, args.n_clusters, _params(args.param) or None, args.random_state)
             run_id = getattr(args, "run_id", None)
-            self.plan = job.plan_run(
-                runs, args.method, n_clusters, params, args.random_state, update_from=self.update_from, run_id=run_id
-            )
+            self.plan = job.plan_run(RunsStore(args.store), *settings, update_from=self.update_from, run_id=run_id)
         except ValueError as exc:
             raise ValueError(_cli_words(str(exc), args.param)) from None
         self.estimator = self.plan.estimator()

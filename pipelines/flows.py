@@ -273,7 +273,7 @@ def recluster_on_dask(
 def recluster(
     input_path: str,
     method: str | None = None,
-    n_clusters: int | str | None = "auto",
+    n_clusters: int | str | None = None,
     params: dict | None = None,
     random_state: int | None = None,
     store: str = DEFAULT_STORE,
@@ -287,7 +287,8 @@ def recluster(
     refit_every: int | None = None,
 ) -> str:
     """Recluster the array at ``input_path`` (zarr, ``.npy``, ``.csv`` or parquet) with ``method`` (default mdh)
-    and persist the run in ``store`` as ``run_id`` (default: made from the time); returns the run id.
+    into ``n_clusters`` clusters (default "auto") and persist the run in ``store`` as ``run_id`` (default: made
+    from the time); returns the run id.
 
     ``true_labels`` (a list, or a path to them) adds ARI, V-measure and purity to the metrics. ``cluster``
     chooses the Dask cluster (:func:`dask_task_runner`). ``header``: whether a CSV input's first row is a header
@@ -301,8 +302,9 @@ def recluster(
     (``partial_fit``) instead of fitting afresh; the new run names it (``attrs["parent"]``), keeps its cluster ids
     and records the update report (``metrics["update"]``). ``series`` names the series the run belongs to
     (``lowdens serve`` gives its deployment's name); with ``refit_every`` N, each run updates the series' latest
-    run, and every N-th is a full fit. ``method``, ``params`` and ``random_state`` left at None are the parent's
-    for an update (``params`` given are set over the parent's). A failed update leaves its parent as it was.
+    run, and every N-th is a full fit. The settings (``method``, ``n_clusters``, ``params``, ``random_state``) left
+    at None are the parent's for an update (``params`` given are set over the parent's). A failed update leaves
+    its parent as it was.
     """
     logger = get_run_logger()
     runs = RunsStore(store)

@@ -363,7 +363,7 @@ class Plan:
 def plan_run(
     runs: RunsStore,
     method: str | None = None,
-    n_clusters: int | str | None = "auto",
+    n_clusters: int | str | None = None,
     params: dict | None = None,
     random_state: int | None = None,
     update_from: str | None = None,
@@ -379,8 +379,9 @@ def plan_run(
       runs (:func:`series_parent`); a fit's ids are then matched with the series' latest run's;
     - else a fit, whose ids are matched with the latest run on the same input path.
 
-    ``method``, ``params`` and ``random_state`` left at None are, for an update, the parent's (``params`` given
-    are set over the parent's), and for a fit ``"mdh"``, none and 0. ``n_clusters`` is as given.
+    The settings left at None are, for an update, the parent's (``params`` given are set over the parent's), and
+    for a fit the defaults: method ``"mdh"``, ``n_clusters="auto"``, no params, ``random_state=0``. (The
+    estimators' ``n_clusters=None``, grow while a valid split exists, is not asked for this way.)
     """
     if update_from is not None and refit_every is not None:
         raise ValueError("update_from and refit_every exclude each other: a series chooses the run it updates.")
@@ -397,7 +398,9 @@ def plan_run(
             parent = None
     if parent is None:
         method, random_state = "mdh" if method is None else method, 0 if random_state is None else random_state
-        plan = Plan(method, n_clusters, dict(params or {}), random_state, None, latest)
+        plan = Plan(
+            method, "auto" if n_clusters is None else n_clusters, dict(params or {}), random_state, None, latest
+        )
     else:
         plan = Plan(*update_settings(parent, method, n_clusters, params, random_state), parent, latest)
     plan.estimator()  # the settings checked, as fit checks them
@@ -407,7 +410,7 @@ def plan_run(
 def run_job(
     input_path: str,
     method: str | None = None,
-    n_clusters: int | str | None = "auto",
+    n_clusters: int | str | None = None,
     params: dict | None = None,
     random_state: int | None = None,
     store: str = "./lowdens-runs",
