@@ -642,12 +642,12 @@ def _serve(args) -> int:
 
     if args.refit_every is not None and not args.incremental:
         raise ValueError("--refit-every N goes with --incremental (without it every run is a full fit).")
+    if args.incremental and not job.updatable(args.method or "mdh"):
+        raise ValueError(f"--incremental: runs of --method {args.method} cannot be updated (it has no partial_fit).")
     if not PREFECT_API_URL.value():
         raise ValueError("lowdens serve needs a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api).")
     request = _Request(args, os.fspath(args.input), true_labels=args.labels)
     plan = request.plan
-    if args.incremental and not job.updatable(plan.method):
-        raise ValueError(f"--incremental: runs of --method {plan.method} cannot be updated (no partial_fit).")
     parameters = {
         "input_path": os.fspath(args.input),
         "method": plan.method,

@@ -108,11 +108,15 @@ def test_bad_update_requests_are_one_line_and_leave_no_run(in_here, capsys):
     assert RunsStore("lowdens-runs").get("kernel").summary is None  # no partial_fit: no summary kept
 
 
-def test_serve_refit_every_goes_with_incremental(in_here, capsys):
+def test_serve_incremental_options_are_checked_first(in_here, capsys):
     np.save("X.npy", night(300, 4)[0])
     assert main(["serve", "X.npy", "--refit-every", "3"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         "lowdens: error: --refit-every N goes with --incremental (without it every run is a full fit)."
+    ]
+    assert main(["serve", "X.npy", "--incremental", "--method", "svm-relabel"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "lowdens: error: --incremental: runs of --method svm-relabel cannot be updated (it has no partial_fit)."
     ]
 
 
