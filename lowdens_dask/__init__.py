@@ -42,14 +42,17 @@ _PUBLIC = {
             "SCPPClustering",
             "SVMRelabelClustering",
             "SupportVectorClustering",
+            "build_summary",
             "check_params",
         )
     },
     "ClusterTree": "lowdens_dask.tree",
     "ClusterSummary": "lowdens_dask.backend.cluster_summary",
-    "build_summary": "lowdens_dask.estimators._scale_out",
     # plots import matplotlib: only on first use of one of these names
-    **{name: "lowdens_dask.plots" for name in ("plot_dendrogram", "plot_node", "plot_shares", "plot_tree", "save_plots")},
+    **{
+        name: "lowdens_dask.plots"
+        for name in ("plot_dendrogram", "plot_node", "plot_shares", "plot_tree", "save_plots")
+    },
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]

@@ -1,5 +1,6 @@
 """scikit-learn compatible estimators, and the registry of methods by name."""
 
+from ._scale_out import build_summary
 from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
 from .msc import MSC, MSCClustering
@@ -12,6 +13,7 @@ from .svm import SupportVectorClustering, SVMRelabelClustering
 from .variance_ratio import MCH, MCClustering
 
 __all__ = [
+    "build_summary",
     "IPDDP",
     "LMSC",
     "MCH",

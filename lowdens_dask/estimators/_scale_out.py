@@ -301,16 +301,22 @@ def build_summary(est, X) -> ClusterSummary:
     return ClusterSummary.from_data(summary.data, summary.n_rows)
 
 
+def check_n_features(est, X) -> None:
+    """X (in memory, Dask or zarr) has the features ``est`` was fitted on (scikit-learn's message)."""
+    shape = getattr(X, "shape", None) if not isinstance(X, (str, os.PathLike)) else None
+    n = as_dask_array(X, storage_options=est.storage_options).shape[1] if shape is None else shape[-1]
+    if n != est.n_features_in_:
+        raise ValueError(f"X has {n} features, but {type(est).__name__} is expecting {est.n_features_in_} features as input.")
+
+
 def update_in_summary_mode(est, X, update_tree, route):
     """``partial_fit`` after the first call: summarise X's rows (one pass), merge them into ``est.summary_``
-    (old weights times ``1 - est.decay``), ``update_tree(merged, old_weights)`` (the report), then ``route(arr)``
+    (old weights times ``1 - decay``), ``update_tree(merged, old_weights)`` (the report), then ``route(arr)``
     X's rows to their cluster ids.
 
     Sets ``summary_``, ``n_microclusters_``, ``n_clusters_``, ``n_nonfinite_``, ``labels_`` (of X),
     ``update_report_`` and ``timings_``."""
     arr = as_chunked(est, X)
-    if arr.shape[1] != est.n_features_in_:
-        raise ValueError(f"X has {arr.shape[1]} features; the estimator was fitted on {est.n_features_in_}.")
     check_worker_memory(chunk_bytes(arr))
     start = time.perf_counter()
     if is_small_input(arr):
@@ -321,7 +327,7 @@ def update_in_summary_mode(est, X, update_tree, route):
         summary = summarise(est, arr, int(seed.integers(2**31 - 1)))
         new, n_nonfinite = ClusterSummary.from_data(summary.data, summary.n_rows), summary.n_nonfinite
     summarised = time.perf_counter()
-    merged = est.summary_.merged(new, est.decay)
+    merged = est.summary_.merged(new, getattr(est, "decay", None))
     old_weights = merged.weights.copy()
     old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
     report = update_tree(merged, old_weights)
@@ -338,7 +344,7 @@ def update_in_summary_mode(est, X, update_tree, route):
         "tree": grown - summarised,
         "label_pass": time.perf_counter() - grown if computed else None,
     }
-    est.update_report_ = {"n_rows": new.n_rows, "decay": est.decay, **report}
+    est.update_report_ = {"n_rows": new.n_rows, "decay": getattr(est, "decay", None), **report}
     counter = PassCounter()
     counter.add(1 + (est.labels_store is not None and chunked))
     record_passes(est, counter)

@@ -30,6 +30,7 @@ from ._scale_out import (
     is_chunked_input,
     max_node_bytes,
     route_rows,
+    check_n_features,
     update_in_summary_mode,
     use_summary_mode,
 )
@@ -125,19 +126,22 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
             raise ValueError("sample_weight is not supported by partial_fit (the summary carries the weights).")
         self._check_params()
         check_scale_out_params(self)
+        if hasattr(self, "tree_"):
+            check_n_features(self, X)
         if hasattr(self, "summary_"):
             return update_in_summary_mode(self, X, self._update_tree, self._route)
         if hasattr(self, "tree_"):
-            raise ValueError(
-                f"This {type(self).__name__} was fitted in exact mode and has no summary of the rows it saw, which "
-                "an update needs: set summary_ = build_summary(estimator, X_fitted), or refit with mode='summary'."
+            warn(
+                f"This {type(self).__name__} was fitted in exact mode and has no summary of the rows it saw, which an "
+                "update needs, so partial_fit starts a new fit from X (set summary_ = build_summary(estimator, "
+                "X_fitted) before partial_fit to update the fit instead)."
             )
         fit_in_summary_mode(self, X, None, self._fit_rows, self._route)
         self.tree_.stabilise_labels()
         self.update_report_ = {
             "update": 0,
             "n_rows": self.summary_.n_rows,
-            "decay": self.decay,
+            "decay": getattr(self, "decay", None),
             "n_clusters_before": 0,
             "n_clusters": self.n_clusters_,
             "nodes": [],
@@ -149,22 +153,28 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
     def _update_tree(self, summary: ClusterSummary, old_weights: np.ndarray) -> dict:
         """Update ``tree_`` to the merged summary (:func:`lowdens_dask.tree.update.update_tree`)."""
         frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
-        target, test = growth_target(self)
-        grow = not isinstance(self.n_clusters, numbers.Integral)
+        points = InMemoryData(Z, summary.weights, spread)
+        target, test = self._target()
+        grow = test is not None or getattr(self, "n_clusters", 2) is None  # the one-split SCPP and LMSC: 2
         with single_threaded_blas():
             return update_tree(
                 self.tree_,
-                InMemoryData(Z, summary.weights, spread),
+                points,
                 summary.means,
+                summary.spread,
                 old_weights,
-                self._splitter(frame, test),
+                self._splitter(frame, test, points),
                 grow=grow,
                 max_leaves=target if grow else None,
                 level=None if test is None else test.level,
-                min_size=self.min_size,
+                min_size=getattr(self, "min_size", 0.0),
             )
 
-    def _splitter(self, frame, test):
+    def _target(self):
+        """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
+        return growth_target(self)
+
+    def _splitter(self, frame, test, points):
         return HyperplaneSplitter(self._method, self._index_params(), self.min_size, frame, test)
 
     def _route(self, arr):
@@ -173,7 +183,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
     def _fit_data(self, data, frame, parallel: int, refine) -> None:
         rows = data if data.chunked else None if refine is None else refine.rows
         passes = None if rows is None else (lambda: rows.counter.total)
-        target, test = growth_target(self)
+        target, test = self._target()
         told = isinstance(self.n_clusters, numbers.Integral)
         bar = progress_bar(type(self).__name__, target, passes, draw=rows is not None)
         try:

@@ -17,7 +17,7 @@ from .._warnings import warn
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import HyperplaneRule
-from ..tree.spectral import grow_spectral_tree, grow_spectral_tree_chunked
+from ..tree.spectral import SpectralSplitter, grow_spectral_tree, grow_spectral_tree_chunked
 from ._scale_out import (
     MAX_MICROCLUSTERS_PER_CHUNK,
     exact_frame,
@@ -262,6 +262,12 @@ class _SpectralClustering(_DivisiveClustering):
     def _target(self):
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
         return growth_target(self) if self._n_clusters() == "auto" else (self._n_clusters(), None)
+
+    def _splitter(self, frame, test, points):
+        seed = int(self.random_state) if isinstance(self.random_state, numbers.Integral) else 0
+        return SpectralSplitter(
+            self._method, self._split_params(), self._min_side(points.total_weight), frame, points.within_variance, test, seed
+        )
 
     def _set_growth(self, growth) -> None:
         if self._n_clusters() != "auto" and growth.n_leaves < self._n_clusters():

@@ -24,6 +24,7 @@ from ..pursuit.significance import SplitTest, halves, held_out_test
 from ..pursuit.spectral import SpectralSplit, spectral_split
 from .cluster_tree import ClusterTree
 from .rules import HyperplaneRule, NearestCentreRule, SplitRule
+from .update import Candidate
 
 
 class SpectralGrowth(NamedTuple):
@@ -228,3 +229,46 @@ def _grow(
 
 def _test_stats(record: dict) -> dict:
     return {key: record[key] for key in ("dip", "p_value", "n_test") if key in record}
+
+
+class SpectralSplitter:
+    """Finds and tests spectral splits for :func:`lowdens_dask.tree.update.update_tree`, as :func:`_grow` does:
+    points in ``frame``, rules in the original coordinates. A node's split is re-pursued from its current
+    projection (``v0``, when it has the projection's dimension)."""
+
+    def __init__(self, method, params, min_side, frame: Frame, spread: float, test: SplitTest | None, seed: int):
+        self.method, self.params, self.min_side, self.frame = method, params, min_side, frame
+        self.spread, self.test, self.seed = spread, test, seed
+
+    def _in_frame(self, V: np.ndarray) -> np.ndarray:
+        """Directions of the original coordinates as directions of the frame (unit columns)."""
+        if self.frame.mean is None:
+            return V
+        V = V * self.frame.scale[:, None]
+        return V / np.linalg.norm(V, axis=0)
+
+    def find(self, points: InMemoryData, node: int, start) -> Candidate | None:
+        fit, held = (points, None) if self.test is None else halves(points, self.test.seed, node)
+        positive = fit.X[fit.weights > 0]
+        if len(positive) < 2 or np.ptp(positive, axis=0).max() == 0:
+            return None
+        v0 = None
+        if start is not None:
+            V = start.rule.V if isinstance(start.rule, NearestCentreRule) else start.rule.v[:, None]
+            v0 = self._in_frame(V) if V.shape[1] == self.params.get("n_components", 2) else None
+        split = spectral_split(
+            fit.X, fit.weights, min_side=self.min_side / (1 if self.test is None else 2), spread=self.spread,
+            random_state=int(np.random.default_rng([self.seed, node]).integers(2**31 - 1)), v0=v0, **self.params,
+        )  # fmt: skip
+        stats = {"fval": split.value, "eigenvalue": split.eigenvalue, "balanced": float(split.balanced)}
+        if held is not None:
+            stats.update(held_out_test(held, _test_direction(split)))
+        valid = min(split.weights) > 0 and (self.test is None or stats["p_value"] < self.test.level)
+        return Candidate(split_rule(split, self.frame), split.params, stats, valid)
+
+    def held_out(self, points: InMemoryData, node: int, rule: SplitRule) -> dict:
+        if isinstance(rule, HyperplaneRule):
+            u = rule.v
+        else:  # from side 0's projected centres to side 1's
+            u = rule.V @ (rule.centres[rule.sides].mean(axis=0) - rule.centres[~rule.sides].mean(axis=0))
+        return held_out_test(halves(points, self.test.seed, node)[1], self._in_frame(u[:, None])[:, 0])

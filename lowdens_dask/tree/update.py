@@ -39,6 +39,11 @@ from .rules import HyperplaneRule, NearestCentreRule, SplitRule
 #: A re-pursued split that sends at most this share of its node's weight to the other side than the current
 #: rule does leaves the current rule in place ("kept").
 KEEP_REROUTED = 0.005
+#: A current hyperplane is kept while the density at its threshold (as a share of the highest density along its
+#: normal) exceeds the re-pursued one's by at most this: it still lies in low density.
+KEEP_DENSITY = 0.05
+#: Points of the projection where :func:`_density_share` looks for the highest density.
+DENSITY_GRID = 128
 #: Shares below this count as this in the drift statistics (a leaf no row reached before, or now).
 SHARE_FLOOR = 1e-4
 
@@ -70,6 +75,7 @@ def update_tree(
     tree: ClusterTree,
     points: InMemoryData,
     original: np.ndarray,
+    original_spread: np.ndarray,
     old_weights: np.ndarray,
     splitter: Splitter,
     *,
@@ -78,8 +84,8 @@ def update_tree(
     level: float | None,
     min_size: float,
 ) -> dict:
-    """Update ``tree`` in place to ``points`` (the merged summary in the splitter's frame; ``original``: the same
-    points in the tree's coordinates; ``old_weights``: each point's weight before the update, 0 for new ones).
+    """Update ``tree`` in place to ``points`` (the merged summary in the splitter's frame; ``original`` and
+    ``original_spread``: the same points and their spread in the tree's coordinates; ``old_weights``: each point's weight before the update, 0 for new ones).
 
     ``grow``: splits may be merged and leaves split (``n_clusters="auto"`` or None), else only splits move;
     ``max_leaves`` caps the leaves; ``level``: the held-out test's significance level (None: the index's
@@ -88,6 +94,7 @@ def update_tree(
     tree.update += 1
     n_before = tree.n_leaves
     weights = points.weights
+    spread = np.asarray(original_spread, dtype=np.float64)
     new_weights = np.maximum(weights - old_weights, 0.0)
     actions: list[dict] = []
     leaf_points: dict[int, np.ndarray] = {}
@@ -101,34 +108,34 @@ def update_tree(
             leaf_points[node.id] = rows
             return
         data = points.take(rows)
+        X, w = original[rows], weights[rows]
         found = splitter.find(data, node.id, node)
-        current = node.rule.side(original[rows])
+        current = node.rule.side(X)
         record = {"node": node.id}
-        moved = False
+        in_low_density = True
         if found is not None:
-            found = found._replace(rule=_oriented(found.rule, original[rows], weights[rows], current))
-            record.update(_movement(node.rule, found.rule, original[rows], weights[rows], current))
-            moved = found.valid and record["rerouted"] > KEEP_REROUTED
-        if moved:
+            found = found._replace(rule=_oriented(found.rule, X, w, current))
+            record.update(_movement(node.rule, found.rule, X, w, current))
+            in_low_density = record["rerouted"] <= KEEP_REROUTED or _still_low(node.rule, found.rule, X, w, spread[rows])
+        valid = found is not None and found.valid
+        stats = {}
+        if in_low_density and level is not None:  # is the current rule still significant?
+            stats = splitter.held_out(data, node.id, node.rule)
+        if in_low_density and significant(stats) or not (valid or grow):
+            node.stats.update(stats)
+            record.update(action="kept", p_value=node.stats.get("p_value"))
+        elif valid:
             node.set_rule(splitter.method, found.rule, found.params, found.stats)
             node.changed = tree.update
             record.update(action="re-pursued", p_value=found.stats.get("p_value"))
-            current = node.rule.side(original[rows])
-        elif grow and not (found is not None and found.valid):
-            stats = splitter.held_out(data, node.id, node.rule) if level is not None else {}
-            if level is None or not significant(stats):  # no longer a valid (significant) split: merge it back
-                _resize(tree, node, rows, original, weights)  # the id kept is that of the now largest leaf
-                tree.prune(node)
-                record.update(action="merged", label=node.label, p_value=stats.get("p_value"))
-                actions.append(record)
-                leaf_points[node.id] = rows
-                return
-            node.stats.update(stats)
-            record.update(action="kept", p_value=stats.get("p_value"))
-        else:
-            if found is not None and found.valid:
-                node.stats.update({k: v for k, v in found.stats.items() if k in ("dip", "p_value", "n_test")})
-            record.update(action="kept", p_value=node.stats.get("p_value"))
+            current = node.rule.side(X)
+        else:  # neither the current rule nor a re-pursued one is a valid (significant) split: merge it back
+            _resize(tree, node, rows, original, weights)  # the id kept is that of the now largest leaf
+            tree.prune(node)
+            record.update(action="merged", label=node.label, p_value=stats.get("p_value"))
+            actions.append(record)
+            leaf_points[node.id] = rows
+            return
         actions.append(record)
         for child, side in zip(node.children, (~current, current)):
             visit(tree.nodes[child], rows[side])
@@ -208,6 +215,32 @@ def _oriented(rule: SplitRule, X: np.ndarray, w: np.ndarray, current: np.ndarray
     if isinstance(rule, NearestCentreRule):
         return NearestCentreRule(rule.V, rule.centres, ~rule.sides)
     return rule
+
+
+def _still_low(old: SplitRule, new: SplitRule, X: np.ndarray, w: np.ndarray, spread: np.ndarray) -> bool:
+    """Whether the current hyperplane still lies in low density: the density of the node's points projected on
+    its normal, at its threshold, as a share of that projection's highest density, exceeds the re-pursued
+    hyperplane's share by at most KEEP_DENSITY (other rules: only by rerouting, :data:`KEEP_REROUTED`)."""
+    if not (isinstance(old, HyperplaneRule) and isinstance(new, HyperplaneRule)):
+        return False
+    return _density_share(old, X, w, spread) <= _density_share(new, X, w, spread) + KEEP_DENSITY
+
+
+def _density_share(rule: HyperplaneRule, X: np.ndarray, w: np.ndarray, spread: np.ndarray) -> float:
+    """The Gaussian KDE of the points' projections (each point a normal of its spread, widened by Silverman's
+    bandwidth over the total weight) at the threshold, divided by its maximum over the projections' range."""
+    p = X @ rule.v
+    total = float(w.sum())
+    mean = float(w @ p / total)
+    sd = math.sqrt(max(float(w @ (p - mean) ** 2 / total + w @ spread / total), 1e-300))
+    h2 = (0.9 * sd * max(total, 2.0) ** -0.2) ** 2
+    sigma = np.sqrt(h2 + spread)
+    grid = np.append(np.linspace(p.min(), p.max(), DENSITY_GRID), rule.b)
+    density = np.empty(grid.size)
+    for start in range(0, grid.size, 16):  # working arrays of 16 x (points) at a time
+        z = (grid[start : start + 16, None] - p) / sigma
+        density[start : start + 16] = (np.exp(-0.5 * z * z) / sigma) @ w
+    return float(density[-1] / density.max()) if density.max() > 0 else 0.0
 
 
 def _movement(old: SplitRule, new: SplitRule, X: np.ndarray, w: np.ndarray, old_side: np.ndarray) -> dict:
