@@ -1,0 +1,266 @@
+"""partial_fit on the divisive estimators: summaries merged, splits kept, re-pursued, split and merged, stable
+cluster ids, the update report, and the tree's stable labels."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from sklearn.metrics import adjusted_rand_score
+
+from lowdens_dask import (
+    IPDDP,
+    PDDP,
+    ClusterSummary,
+    ClusterTree,
+    DePDDP,
+    LMSCClustering,
+    MCClustering,
+    MDHClustering,
+    NCutClustering,
+    SCPPClustering,
+    build_summary,
+)
+from lowdens_dask.pursuit import Hyperplane
+
+D = 8
+CENTRES = np.random.default_rng(7).normal(size=(7, D)) * 10.0
+
+
+def night(number: int, n: int = 12_000, new_from: int = 3, new_share: float = 0.08, seed: int = 0):
+    """A night's batch: six separated Gaussian components, and from night ``new_from`` a seventh."""
+    rng = np.random.default_rng([seed, number])
+    p = np.full(6, 1 / 6) if number < new_from else np.r_[np.full(6, (1 - new_share) / 6), new_share]
+    y = rng.choice(len(p), size=n, p=p)
+    return CENTRES[y] + rng.normal(size=(n, D)), y
+
+
+def probe(component: int, n: int = 300) -> np.ndarray:
+    return CENTRES[component] + np.random.default_rng(100 + component).normal(size=(n, D))
+
+
+OLD_PROBE = np.vstack([probe(c) for c in range(6)])
+OLD_TRUTH = np.repeat(np.arange(6), 300)
+NEW_PROBE = probe(6)
+
+
+@pytest.mark.parametrize("cls", [MDHClustering, NCutClustering])
+def test_drift_scenario_keeps_ids_and_gives_the_new_component_a_new_id(cls):
+    est = cls(n_clusters="auto", random_state=0)
+    est.partial_fit(night(1)[0])
+    first = est.predict(OLD_PROBE)
+    assert est.n_clusters_ == 6
+    assert adjusted_rand_score(OLD_TRUTH, first) == 1.0
+    est.partial_fit(night(2)[0])
+    assert est.n_clusters_ == 6
+    assert np.mean(est.predict(OLD_PROBE) == first) >= 0.99
+    assert [r["action"] for r in est.update_report_["nodes"]] == ["kept"] * 5
+    for number in (3, 4):
+        est.partial_fit(night(number)[0])
+    assert est.n_clusters_ == 7
+    old, new = est.predict(OLD_PROBE), est.predict(NEW_PROBE)
+    ids, counts = np.unique(new, return_counts=True)
+    new_id = ids[counts.argmax()]
+    assert counts.max() >= 0.99 * new.size
+    assert np.mean(old == new_id) <= 0.01
+    assert new_id not in first  # a new id, never one of the old leaves'
+    assert np.mean(old == first) >= 0.99  # the old rows keep their ids
+    truth = np.r_[OLD_TRUTH, np.full(new.size, 6)]
+    assert adjusted_rand_score(truth, np.r_[old, new]) >= 0.95
+    # night 3 was update 2: its split changed one node and created two
+    assert [(n.created, n.changed) for n in est.tree_ if n.changed == 2].count((2, 2)) == 2
+
+
+def test_the_update_report():
+    est = MDHClustering(n_clusters="auto", random_state=0)
+    est.partial_fit(night(1)[0])
+    assert est.update_report_["update"] == 0 and est.update_report_["nodes"] == []
+    X3, _ = night(3)
+    est.partial_fit(X3)
+    report = est.update_report_
+    assert report["update"] == 1 == est.tree_.update
+    assert report["n_rows"] == X3.shape[0]
+    assert report["n_clusters_before"] == 6 and report["n_clusters"] == 7
+    split = [r for r in report["nodes"] if r["action"] == "split"]
+    assert len(split) == 1 and split[0]["p_value"] < 0.01
+    leaves = report["leaves"]
+    assert sorted(leaf["label"] for leaf in leaves) == sorted(est.tree_.leaf_labels().values())
+    assert sum(leaf["share_before"] for leaf in leaves) == pytest.approx(1.0)
+    assert sum(leaf["share_new"] for leaf in leaves) == pytest.approx(1.0)
+    new_leaf = next(leaf for leaf in leaves if leaf["label"] == split[0]["new_label"])
+    assert new_leaf["share_before"] == 0.0 and new_leaf["share_new"] == pytest.approx(0.08, abs=0.01)
+    assert report["drift"]["psi"] > 0.1 and report["drift"]["p_value"] < 1e-6
+    est.partial_fit(night(4)[0])  # the same distribution as night 3: no drift to speak of
+    assert est.update_report_["drift"]["psi"] < 0.05
+    assert {r["action"] for r in est.update_report_["nodes"]} == {"kept"}
+    for record in est.update_report_["nodes"]:
+        assert record["rerouted"] <= 0.01 and record["angle_degrees"] < 10
+
+
+def test_a_split_no_longer_significant_is_merged_and_takes_the_larger_id():
+    rng = np.random.default_rng(0)
+    two = np.vstack([rng.normal(size=(4000, 4)) - [6, 0, 0, 0], rng.normal(size=(6000, 4)) + [6, 0, 0, 0]])
+    est = MDHClustering(n_clusters="auto", random_state=0, decay=0.9)
+    est.partial_fit(two)
+    assert est.n_clusters_ == 2
+    larger = est.predict(np.array([[6.0, 0, 0, 0]]))[0]
+    for _ in range(3):  # one Gaussian between them; old rows lose 90% of their weight each night
+        est.partial_fit(rng.normal(size=(10_000, 4)))
+        if est.n_clusters_ == 1:
+            break
+    assert est.n_clusters_ == 1
+    assert any(r["action"] == "merged" for r in est.update_report_["nodes"])
+    assert set(np.unique(est.labels_)) == {larger}
+
+
+def test_integer_n_clusters_keeps_the_count():
+    est = MDHClustering(n_clusters=6, random_state=0)
+    for number in range(1, 5):
+        est.partial_fit(night(number)[0])
+        assert est.n_clusters_ == 6 == est.tree_.n_leaves
+        assert {r["action"] for r in est.update_report_["nodes"]} <= {"kept", "re-pursued"}
+
+
+def test_equivalent_to_a_refit_on_a_fixed_distribution():
+    batches = [night(number, new_from=1)[0] for number in range(1, 6)]
+    est = MDHClustering(n_clusters="auto", random_state=0)
+    for X in batches:
+        est.partial_fit(X)
+    everything = np.vstack(batches)
+    refit = MDHClustering(n_clusters="auto", random_state=0, mode="summary").fit(everything)
+    assert adjusted_rand_score(refit.labels_, est.predict(everything)) >= 0.95
+    assert est.summary_.n_rows == everything.shape[0]
+    assert est.summary_.total_weight == pytest.approx(everything.shape[0])
+
+
+@pytest.mark.parametrize("cls", [MCClustering, PDDP, DePDDP, IPDDP])
+def test_the_other_hyperplane_estimators_update(cls):
+    est = cls(n_clusters=6, random_state=0)
+    est.partial_fit(night(1, n=6000)[0])
+    before = est.predict(OLD_PROBE)
+    est.partial_fit(night(2, n=6000)[0])
+    assert est.n_clusters_ == 6
+    assert np.mean(est.predict(OLD_PROBE) == before) >= 0.99
+    assert np.array_equal(est.labels_, est.predict(night(2, n=6000)[0]))
+
+
+@pytest.mark.parametrize("cls, n_clusters", [(SCPPClustering, "auto"), (LMSCClustering, 6)])
+def test_the_spectral_estimators_update(cls, n_clusters):
+    est = cls(n_clusters=n_clusters, random_state=0, max_clusters=8)
+    est.partial_fit(night(1, n=3000)[0])
+    before = est.predict(OLD_PROBE)
+    est.partial_fit(night(2, n=3000)[0])
+    assert np.mean(est.predict(OLD_PROBE) == before) >= 0.99
+    assert est.update_report_["update"] == 1
+
+
+def test_dask_and_zarr_input(tmp_path):
+    X1, X2 = night(1)[0], night(2)[0]
+    store = str(tmp_path / "night2.zarr")
+    da.from_array(X2, chunks=(3000, D)).to_zarr(store)
+    est = MDHClustering(n_clusters="auto", random_state=0)
+    est.partial_fit(da.from_array(X1, chunks=(3000, D)))
+    before = est.predict(OLD_PROBE)
+    est.partial_fit(store)
+    assert isinstance(est.labels_, da.Array)
+    labels = est.labels_.compute()
+    assert np.array_equal(labels, est.predict(X2))
+    assert np.mean(est.predict(OLD_PROBE) == before) >= 0.99
+    assert est.summary_.n_rows == X1.shape[0] + X2.shape[0]
+    assert zarr.open_array(store).shape == X2.shape  # the input is untouched
+
+
+def test_nonfinite_rows_in_an_update():
+    est = MDHClustering(n_clusters="auto", random_state=0, nonfinite="skip")
+    est.partial_fit(night(1)[0])
+    X = night(2)[0]
+    X[:5, 0] = np.nan
+    est.partial_fit(X)
+    assert est.n_nonfinite_ == 5 and np.all(est.labels_[:5] == -1) and np.all(est.labels_[5:] >= 0)
+    with pytest.raises(ValueError, match="NaN"):
+        MDHClustering(n_clusters="auto", random_state=0).partial_fit(night(1)[0]).partial_fit(X)
+
+
+def test_an_exact_fit_updates_once_given_its_summary():
+    X1 = night(1)[0]
+    est = MDHClustering(n_clusters="auto", random_state=0).fit(X1)  # exact mode, in memory
+    assert not hasattr(est, "summary_")
+    labels = est.labels_.copy()
+    est.summary_ = build_summary(est, X1)
+    assert est.summary_.total_weight == X1.shape[0]
+    est.partial_fit(night(2)[0])
+    assert est.update_report_["update"] == 1
+    assert np.mean(est.predict(X1) == labels) >= 0.99
+    with pytest.warns(UserWarning, match="starts a new fit"):
+        MDHClustering(n_clusters="auto", random_state=0).fit(X1).partial_fit(night(2)[0])
+
+
+def test_fit_forgets_the_summary_and_the_updates():
+    est = MDHClustering(n_clusters="auto", random_state=0, mode="summary")
+    est.partial_fit(night(1)[0]).partial_fit(night(2)[0])
+    est.fit(night(1)[0])
+    assert est.tree_.update == 0 and not est.tree_.labels_stable
+    assert not hasattr(est, "update_report_") and est.summary_.n_updates == 0
+    est.set_params(mode="exact").fit(night(1)[0])
+    assert not hasattr(est, "summary_")
+
+
+def test_bad_input_is_refused():
+    est = MDHClustering(n_clusters="auto", random_state=0).partial_fit(night(1)[0])
+    with pytest.raises(ValueError, match="X has 3 features, but MDHClustering is expecting 8"):
+        est.partial_fit(np.zeros((100, 3)))
+    with pytest.raises(ValueError, match="sample_weight"):
+        est.partial_fit(night(2)[0], sample_weight=np.ones(12_000))
+    for decay in (1.0, -0.1, "half"):
+        with pytest.raises(ValueError, match="decay"):
+            MDHClustering(decay=decay).partial_fit(night(1)[0])
+    assert est.update_report_["update"] == 0  # the refused calls changed nothing
+    assert est.summary_.n_rows == 12_000
+
+
+# ---------------------------------------------------------------- the summary and the tree's stable ids
+def test_summary_merge_decay_and_bytes():
+    rng = np.random.default_rng(0)
+    a = ClusterSummary(rng.normal(size=(5, 3)), np.full(5, 10.0), np.ones(5), 50)
+    b = ClusterSummary(rng.normal(size=(2, 3)), np.full(2, 4.0), np.zeros(2), 8)
+    merged = a.merged(b, decay=0.25)
+    assert merged.n_microclusters == 7 and merged.n_rows == 58 and merged.n_updates == 1
+    np.testing.assert_allclose(merged.weights, [7.5] * 5 + [4.0] * 2)
+    np.testing.assert_array_equal(a.merged(b).weights[:5], a.weights)
+    back = ClusterSummary.from_bytes(merged.to_bytes())
+    for name in ("means", "weights", "spread"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(merged, name))
+    assert (back.n_rows, back.n_updates) == (58, 1)
+    with pytest.raises(ValueError, match="features"):
+        a.merged(ClusterSummary(np.zeros((1, 2)), np.ones(1), np.zeros(1), 1))
+
+
+def _hp(v, b):
+    return Hyperplane(np.asarray(v, dtype=float), float(b), True, {}, {})
+
+
+def test_stable_labels_follow_splits_merges_and_prunes():
+    tree = ClusterTree(2)
+    tree.add_split(0, "mdh", _hp([1, 0], 0.0), (30.0, 70.0))
+    assert tree.leaf_labels() == {1: 0, 2: 1}  # depth-first until made stable
+    tree.stabilise_labels()
+    tree.update = 1
+    tree.add_split(2, "mdh", _hp([0, 1], 0.0), (50.0, 20.0))  # the larger child (3) keeps label 1
+    assert tree.leaf_labels() == {1: 0, 3: 1, 4: 2}
+    assert tree.nodes[3].created == 1 and tree.nodes[2].changed == 1
+    tree.update = 2
+    tree.add_split(1, "mdh", _hp([0, 1], 1.0), (10.0, 20.0), keep=0)  # keep= overrides the size
+    assert tree.leaf_labels() == {5: 0, 6: 3, 3: 1, 4: 2}
+    tree.merge_leaf(4)  # node 2 becomes a leaf with the larger child's id
+    assert tree.leaf_labels() == {5: 0, 6: 3, 2: 1}
+    tree.prune(0)  # the largest leaf's id: leaf 2 (70 rows)
+    assert tree.leaf_labels() == {0: 1}
+    tree.add_split(0, "mdh", _hp([1, 0], 0.0), (30.0, 70.0))
+    assert sorted(tree.leaf_labels().values()) == [1, 4]  # ids are never reused
+    assert tree.changed_nodes() == [0, 7, 8]
+    back = ClusterTree.from_json(tree.to_json())
+    assert back.leaf_labels() == tree.leaf_labels() and back.update == 2
+    assert [(n.created, n.changed) for n in back] == [(n.created, n.changed) for n in tree]
+    X = np.array([[-1.0, 0.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(back.predict(X), [tree.leaf_labels()[7], tree.leaf_labels()[8]])
+    linkage = back.to_linkage()
+    assert linkage.shape == (1, 4)
