@@ -49,7 +49,10 @@ _PUBLIC = {
     "ClusterTree": "lowdens_dask.tree",
     "ClusterSummary": "lowdens_dask.backend.cluster_summary",
     # plots import matplotlib: only on first use of one of these names
-    **{name: "lowdens_dask.plots" for name in ("plot_dendrogram", "plot_node", "plot_tree", "save_plots")},
+    **{
+        name: "lowdens_dask.plots"
+        for name in ("plot_dendrogram", "plot_node", "plot_shares", "plot_tree", "save_plots")
+    },
 }
 
 __all__ = [*sorted(_PUBLIC), "__version__"]

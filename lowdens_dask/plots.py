@@ -11,7 +11,12 @@ headless and in notebooks).
   for the density indices, the normalised cut or the variance ratio as a function of the split point, the
   histogram for PDDP, iPDDP and the splits no projection index describes (PPCI's ``node_plot``);
 - :func:`plot_dendrogram`: the tree as a scipy dendrogram;
+- :func:`plot_shares`: after an update (``partial_fit``), each cluster's share of the rows seen before and of the
+  new rows, from the update's report;
 - :func:`save_plots`: all of them as PNG files.
+
+After an update, the tree plot and the dendrogram mark the nodes the update changed (:meth:`ClusterTree.changed_nodes`):
+split nodes whose split was re-pursued, made or merged back into at the tree's latest update.
 
 The tree stores no rows: every plot takes the data X (a numpy array, a Dask array, a zarr array or a zarr
 path), draws a random sample of at most ``max_points`` of its rows (rows with NaN or inf are then skipped)
@@ -43,7 +48,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from ._warnings import warn
 from .backend import InMemoryData, as_dask_array
@@ -51,10 +56,12 @@ from .indices import INDICES
 from .indices.base import Profile
 from .tree import ClusterTree, HyperplaneRule, NearestCentreRule, Node
 
-__all__ = ["plot_dendrogram", "plot_node", "plot_tree", "save_plots"]
+__all__ = ["plot_dendrogram", "plot_node", "plot_shares", "plot_tree", "save_plots"]
 
 #: Colours of the two sides of a split (child 0: below the split, child 1: at or above it) without labels.
 SIDE_COLOURS = ("tab:blue", "tab:orange")
+#: The colour that marks what the tree's latest update changed.
+CHANGED_COLOUR = "tab:red"
 
 _STAT_NAMES = {
     "fval": "fval",
@@ -206,15 +213,18 @@ def _orthogonal_direction(Z: np.ndarray, v: np.ndarray | None) -> np.ndarray:
     return -u if u[np.argmax(np.abs(u))] < 0 else u
 
 
-def _stats_text(node: Node) -> str:
+def _stats_text(node: Node, update: int) -> str:
     parts = [f"{_STAT_NAMES.get(key, key)} {value:.3g}" for key, value in node.stats.items()]
-    return "recorded at fit: " + ", ".join(parts) if parts else "no statistics recorded"
+    recorded = "recorded at fit" if not update else "recorded (fit or update)"
+    return f"{recorded}: " + ", ".join(parts) if parts else "no statistics recorded"
 
 
-def _node_title(node: Node, shown: int, width: int = 60) -> str:
+def _node_title(node: Node, shown: int, update: int, width: int = 60) -> str:
+    """A panel's title: the node, its size at the tree's fit or latest ``update``, and its statistics."""
     forced = " (forced)" if node.forced else ""
-    head = f"node {node.id}: {node.method}{forced}, {node.size:g} rows at fit ({shown} shown)"
-    return "\n".join([head, *textwrap.wrap(_stats_text(node), width)])
+    when = "fit" if not update else f"update {update}"
+    head = f"node {node.id}: {node.method}{forced}, {node.size:g} rows at {when} ({shown} shown)"
+    return "\n".join([head, *textwrap.wrap(_stats_text(node, update), width)])
 
 
 def _split_line(ax, rule) -> None:
@@ -264,7 +274,8 @@ def plot_tree(tree: ClusterTree, X, *, labels=None, max_points: int = 2000, rand
     split ``v.x = b`` (``f(x) = 0``) as a dashed vertical line; titled with the node's id, method, size at fit
     (``node.size``) and recorded statistics (``fval``, ...). A nearest-projected-centre split (SCPP, LMSC)
     shows its projection and its projected microcluster centres. A panel that cannot be drawn says why (and
-    a warning is issued).
+    a warning is issued). After an update (``partial_fit``), the panels of the splits the latest update changed
+    (:meth:`ClusterTree.changed_nodes`) are framed in red and say so (text gid ``changed``).
 
     Points are coloured by the side of the split (child 0 below it, child 1 at or above it); with ``labels``
     (the true label of each row of X) they are coloured by true label instead (the side is then given by the
@@ -298,21 +309,26 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped:
     fig.set_layout_engine("constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     size = 10.0 if sample.rows.shape[0] <= 1000 else 5.0
+    changed = set(tree.changed_nodes())
     for ax, node in zip(axes, nodes):
         idx = sample.routes[node.id]
-        ax.set_title(_node_title(node, idx.size), fontsize=9)
+        ax.set_title(_node_title(node, idx.size, tree.update), fontsize=9)
         ax.set_gid(f"node-{node.id}")
         ax.tick_params(labelsize=8)
         try:
             _tree_panel(ax, node, sample, idx, size)
         except Exception as error:  # noqa: BLE001 - one panel must not cost the figure
             _unplotted(ax, node, error, skipped, f"tree, panel of node {node.id}")
+        if node.id in changed:
+            _mark_changed(ax, tree.update)
     for ax in axes[len(nodes) :]:
         ax.remove()
     shown = sample.rows.shape[0]
-    fig.suptitle(
-        f"Cluster tree ({tree.method}, {tree.n_leaves} leaves): {shown} of {sample.n_total} rows shown", fontsize=11
-    )
+    title = f"Cluster tree ({tree.method}, {tree.n_leaves} leaves): {shown} of {sample.n_total} rows shown"
+    if tree.update:
+        n_changed = sum(node.id in changed for node in nodes)
+        title += f"\nafter update {tree.update}: {n_changed} of the {len(nodes)} splits changed by it (framed in red)"
+    fig.suptitle(title, fontsize=11)
     kinds = {"hyperplane": "v.x = b", "kernel-expansion": "f(x) = 0"}
     drawn = [text for kind, text in kinds.items() if any(node.rule.kind == kind for node in nodes)]
     line = Line2D([], [], color="black", linestyle="--", label=f"split {' or '.join(drawn)}")
@@ -338,6 +354,16 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped:
             frameon=False,
         )
     return fig
+
+
+def _mark_changed(ax, update: int) -> None:
+    """A panel of a split the tree's latest update changed: a thick frame and a note (gid ``changed``)."""
+    for spine in ax.spines.values():
+        spine.set_edgecolor(CHANGED_COLOUR)
+        spine.set_linewidth(2.5)
+    box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none"}
+    ax.text(0.02, 0.98, f"changed at update {update}", transform=ax.transAxes, ha="left", va="top", fontsize=8,
+            color=CHANGED_COLOUR, gid="changed", bbox=box)  # fmt: skip
 
 
 def _tree_panel(ax, node: Node, sample: _Sample, idx: np.ndarray, size: float) -> None:
@@ -440,8 +466,8 @@ def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
         fig.set_layout_engine("constrained")
         ax = fig.subplots(1, 1)
         _centres_panel(ax, node, sample.rows[idx], sample, idx, 8.0)
-        ax.set_title(f"{_node_title(node, idx.size, 90)}\n{sampled}; projected microclusters: x to child 0, + to child 1",
-                     fontsize=10)  # fmt: skip
+        head = _node_title(node, idx.size, tree.update, 90)
+        ax.set_title(f"{head}\n{sampled}; projected microclusters: x to child 0, + to child 1", fontsize=10)
         ax.set_gid("profile")
         return fig
     rule = node.rule
@@ -464,7 +490,7 @@ def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
         _draw_profile(ax, profile, p, rule)
         note = profile.note
     title = textwrap.wrap(f"{sampled}; {note}" if note else sampled, 100)
-    ax.set_title("\n".join([_node_title(node, p.size, 100), *title]), fontsize=9)
+    ax.set_title("\n".join([_node_title(node, p.size, tree.update, 100), *title]), fontsize=9)
     ax.legend(fontsize=8, loc="best", framealpha=0.8)
     if ax_labels is None:
         ax.set_xlabel(rule.coordinate_label)
@@ -569,8 +595,9 @@ def plot_dendrogram(tree: ClusterTree, *, ax: Any = None) -> Figure:
     """The tree as a :func:`scipy.cluster.hierarchy.dendrogram` of :meth:`ClusterTree.to_linkage`.
 
     PPCI has no dendrogram; this complements its ``tree_plot``. Leaves are labelled ``"<cluster label>
-    (node <id>)"`` (``tree.leaf_labels()``), each split is annotated with its node id, and the height of a
-    split is the height of its subtree (``to_linkage``). Draws into ``ax`` if given (and returns its figure).
+    (node <id>)"`` (``tree.leaf_labels()``), each split is annotated with its node id (in red, and saying so, for a
+    split the tree's latest update changed), and the height of a split is the height of its subtree
+    (``to_linkage``). Draws into ``ax`` if given (and returns its figure).
     A tree with a single leaf has no dendrogram: ValueError.
     """
     if not isinstance(tree, ClusterTree):
@@ -582,6 +609,8 @@ def plot_dendrogram(tree: ClusterTree, *, ax: Any = None) -> Figure:
     leaf_labels = tree.leaf_labels()
     by_label = sorted(leaf_labels.items(), key=lambda item: item[1])
     names = [f"{label} (node {leaf})" for leaf, label in by_label]
+    # observation i of the linkage is the leaf with the i-th smallest label (labels need not be 0..K-1)
+    observation = {leaf: i for i, (leaf, _) in enumerate(by_label)}
     if ax is None:
         fig = Figure(figsize=(max(5.0, 0.6 * len(names) + 2.0), 4.5))
         fig.set_layout_engine("constrained")
@@ -599,7 +628,8 @@ def plot_dendrogram(tree: ClusterTree, *, ax: Any = None) -> Figure:
         above_threshold_color="tab:blue",
     )
     # scipy places leaf i (left to right) at 5 + 10 i and a merge midway between its two children.
-    x = {leaf: 5.0 + 10.0 * out["leaves"].index(label) for leaf, label in leaf_labels.items()}
+    x = {leaf: 5.0 + 10.0 * out["leaves"].index(observation[leaf]) for leaf in leaf_labels}
+    changed = set(tree.changed_nodes())
     height = dict.fromkeys(leaf_labels, 0.0)
     for node in reversed(list(tree)):
         if node.is_leaf:
@@ -608,12 +638,13 @@ def plot_dendrogram(tree: ClusterTree, *, ax: Any = None) -> Figure:
         x[node.id] = 0.5 * (x[a] + x[b])
         height[node.id] = max(height[a], height[b]) + 1.0
         ax.annotate(
-            f"node {node.id}",
+            f"node {node.id}" + (f", changed at update {tree.update}" if node.id in changed else ""),
             (x[node.id], height[node.id]),
             xytext=(0, 3),
             textcoords="offset points",
             ha="center",
             fontsize=8,
+            color=CHANGED_COLOUR if node.id in changed else "black",
             gid=f"split-{node.id}",
         )
     ax.set_ylim(0.0, max(height.values()) + 0.6)
@@ -621,6 +652,50 @@ def plot_dendrogram(tree: ClusterTree, *, ax: Any = None) -> Figure:
     ax.set_ylabel("levels of splits below")
     ax.set_xlabel("cluster label (leaf node id)")
     ax.set_title(f"Cluster tree: {tree.method}, {len(names)} leaves", fontsize=11)
+    return fig
+
+
+# ---------------------------------------------------------------------------------------------- plot_shares
+def plot_shares(report: dict) -> Figure:
+    """Each cluster's share of the rows seen before an update and of the update's new rows, as paired bars by
+    cluster id, from the update's report (``partial_fit``'s ``update_report_``, a run's ``metrics["update"]``).
+
+    The bars of the rows before have gid ``before``, those of the new rows gid ``new``; a cluster the update made
+    (a split's new cluster) is marked "new" above its bars (gid ``new-cluster-<id>``). The title gives the update's
+    number, the clusters before and after, and the partition's drift (PSI and the chi-square test of the new
+    rows' counts against the shares before). A report without leaves (the first call, a fit) is a ValueError.
+    """
+    leaves = report.get("leaves") or []
+    if not leaves:
+        raise ValueError("The report has no per-cluster shares: it is a fit's (update 0), not an update's.")
+    ids = [leaf["label"] for leaf in leaves]
+    before = np.array([leaf["share_before"] for leaf in leaves])
+    new = np.array([leaf["share_new"] for leaf in leaves])
+    made = {
+        node["new_label"] for node in report.get("nodes", []) if node.get("action") == "split" and "new_label" in node
+    }
+    fig = Figure(figsize=(max(5.0, 0.7 * len(ids) + 2.5), 4.2))
+    fig.set_layout_engine("constrained")
+    ax = fig.add_subplot()
+    x = np.arange(len(ids))
+    ax.bar(x - 0.2, before, width=0.4, color="0.6", label="rows seen before", gid="before")
+    ax.bar(x + 0.2, new, width=0.4, color="tab:blue", label=f"new rows ({report['n_rows']:,})", gid="new")
+    for i, label in enumerate(ids):
+        if label in made:
+            ax.annotate("new", (x[i], max(before[i], new[i])), xytext=(0, 3), textcoords="offset points",
+                        ha="center", fontsize=8, color=CHANGED_COLOUR, gid=f"new-cluster-{label}")  # fmt: skip
+    ax.set_xticks(x, [str(label) for label in ids])
+    ax.set_xlabel("cluster id")
+    ax.set_ylabel("share of the rows")
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylim(0.0, 1.15 * max(before.max(), new.max()))
+    ax.legend(fontsize=8, frameon=False, loc="upper center", ncols=2)
+    title = f"Update {report['update']}: {report['n_clusters_before']} clusters before, {report['n_clusters']} now"
+    drift = report.get("drift")
+    if drift:
+        title += (f"\ndrift: PSI {drift['psi']:.3g}, chi-square {drift['chi2']:.4g} on {drift['dof']} d.o.f. "
+                  f"(p = {drift['p_value']:.3g})")  # fmt: skip
+    ax.set_title(title, fontsize=10)
     return fig
 
 
@@ -643,10 +718,13 @@ def save_plots(
     max_points: int = 2000,
     random_state: int | None = 0,
     n_jobs: int = 1,
+    update_report: dict | None = None,
 ) -> SavedPlots:
     """Write every plot of the tree as a PNG into ``out_dir`` (created if missing): ``tree.png``
     (:func:`plot_tree`), ``dendrogram.png`` (:func:`plot_dendrogram`) and ``node-<id>.png``
-    (:func:`plot_node`) for every split node (PPCI's ``plot.ppci`` for the whole solution).
+    (:func:`plot_node`) for every split node (PPCI's ``plot.ppci`` for the whole solution); with the
+    ``update_report`` of the update that made the tree (``partial_fit``'s ``update_report_``), ``shares.png``
+    (:func:`plot_shares`) too.
 
     One random sample of at most ``max_points`` rows of X, and one colour per true label, serve every figure
     (so Dask or zarr input is read once). A figure (or a panel of ``tree.png``) that cannot be drawn is skipped
@@ -664,6 +742,8 @@ def save_plots(
         ("dendrogram", lambda: plot_dendrogram(tree)),
     ]
     jobs += [(f"node-{node.id}", lambda node=node: _node_figure(tree, node, sample)) for node in nodes]
+    if update_report is not None:
+        jobs.append(("shares", lambda: plot_shares(update_report)))
 
     def draw(share) -> None:
         for name, make in share:

@@ -2,13 +2,14 @@
 
     lowdens demo [--out DIR]                       a bundled data set clustered end to end, persisted and plotted
     lowdens fit INPUT [--method NAME] [--n-clusters K|auto] [--param NAME=VALUE ...] [--labels PATH] [--store RUNS]
-                      [--run-id ID] [--header | --no-header] [--scheduler ADDRESS | --workers N | --cluster-class
-                      CLASS --cluster-kwargs JSON]
+                      [--run-id ID] [--update-from RUN] [--header | --no-header] [--scheduler ADDRESS | --workers N |
+                      --cluster-class CLASS --cluster-kwargs JSON]
     lowdens predict RUN INPUT --out OUT            OUT's suffix picks the format: .zarr, .npy, .csv, .parquet
     lowdens plot RUN [--out DIR]
     lowdens runs list | lowdens runs show RUN
     lowdens params METHOD                          a method's parameters (for --param) and their defaults
-    lowdens serve INPUT [--cron "0 2 * * *"] ...   the recluster deployment, on the server at PREFECT_API_URL
+    lowdens serve INPUT [--cron "0 2 * * *"] [--incremental [--refit-every N]] ...
+                                                   the recluster deployment, on the server at PREFECT_API_URL
 
 Where the work runs: without a Prefect API (no ``PREFECT_API_URL``), ``fit`` and ``demo`` run the recluster job's
 steps themselves (:mod:`.job`) and start no Prefect server; input up to ``IN_PROCESS_MAX_BYTES`` is fitted in
@@ -40,6 +41,8 @@ DEMO_OUT = "./lowdens-demo"
 METHOD_NAMES = ("mdh", "ncut", "mc", "pddp", "depddp", "ipddp", "scpp", "lmsc", "msc", "svm-relabel")
 #: Input up to this size is fitted in this process (Dask's threaded scheduler); larger input on a Dask cluster.
 IN_PROCESS_MAX_BYTES = 2 * 2**30
+#: ``lowdens serve --incremental``: a full fit every this many runs (a week of nightly runs) by default.
+REFIT_EVERY = 7
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,19 +92,20 @@ def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--method",
-        default="mdh",
+        default=None,
         choices=METHOD_NAMES,
         metavar="NAME",
-        help=f"the clustering method, one of: {', '.join(METHOD_NAMES)} (default: mdh)",
+        help=f"the clustering method, one of: {', '.join(METHOD_NAMES)} (default: mdh; with --update-from, the "
+        "parent run's)",
     )
     parser.add_argument(
         "--n-clusters",
         type=_n_clusters,
-        default="auto",
+        default=None,
         metavar="K",
-        help="the number of clusters, or 'auto' (the default): split a leaf only while its split is significant "
-        "against a one-cluster null (a dip test on rows held out of the split's search; --param "
-        "significance_level=0.01 and --param max_clusters=K tune it)",
+        help="the number of clusters, or 'auto' (the default; with --update-from, the parent run's setting): split "
+        "a leaf only while its split is significant against a one-cluster null (a dip test on rows held out of the "
+        "split's search; --param significance_level=0.01 and --param max_clusters=K tune it)",
     )
     parser.add_argument(
         "--param",
@@ -109,12 +113,18 @@ def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="an estimator parameter, VALUE as JSON or text (repeat for several: --param mode=exact --param "
-        "min_size=50); 'lowdens params METHOD' lists a method's parameters",
+        "min_size=50; with --update-from, set over the parent run's); 'lowdens params METHOD' lists a method's "
+        "parameters",
     )
     parser.add_argument(
         "--labels", default=None, help="true labels (.npy, .csv, parquet, zarr): the run's scores (ARI, purity, ...)"
     )
-    parser.add_argument("--random-state", type=int, default=0, help="seed of the fit (default: 0)")
+    parser.add_argument(
+        "--random-state",
+        type=int,
+        default=None,
+        help="seed of the fit (default: 0; with --update-from, the parent run's)",
+    )
     parser.add_argument(
         "--header",
         action=argparse.BooleanOptionalAction,
@@ -174,6 +184,14 @@ def _parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="cluster an array and commit the run to the runs store")
     _add_recluster_options(fit)
     fit.add_argument("--run-id", default=None, help="the run's id (default: made from the time)")
+    fit.add_argument(
+        "--update-from",
+        default=None,
+        metavar="RUN",
+        help="update the committed run RUN with these rows (partial_fit) instead of fitting afresh: the new run "
+        "keeps RUN's cluster ids, names RUN as its parent and records what changed; --method, --n-clusters, "
+        "--param and --random-state default to RUN's",
+    )
 
     predict = sub.add_parser("predict", help="the cluster ids of a run for new rows")
     predict.add_argument("run", help="a run id")
@@ -184,7 +202,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_store(predict)
 
-    plot = sub.add_parser("plot", help="a run's plots: the tree, each split's profile, the dendrogram (PNG)")
+    plot = sub.add_parser(
+        "plot",
+        help="a run's plots: the tree, each split's profile, the dendrogram, and for an update run the clusters' "
+        "shares before and after it (PNG)",
+    )
     plot.add_argument("run", help="a run id")
     plot.add_argument("--out", default=None, help="folder for the PNG files (default: ./lowdens-plots/RUN)")
     plot.add_argument("--input", default=None, help="the rows to draw (default: the run's input)")
@@ -213,6 +235,19 @@ def _parser() -> argparse.ArgumentParser:
     _add_recluster_options(serve)
     serve.add_argument("--cron", default="0 2 * * *", help='the schedule (default: "0 2 * * *", nightly at 02:00)')
     serve.add_argument("--name", default="nightly", help="the deployment's name (default: nightly)")
+    serve.add_argument(
+        "--incremental",
+        action="store_true",
+        help="each run updates the deployment's latest run with its rows (partial_fit) instead of fitting afresh, "
+        "keeping its cluster ids; the first run, and one run in --refit-every, fit afresh",
+    )
+    serve.add_argument(
+        "--refit-every",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help=f"with --incremental: a full fit every N runs, N-1 updates between (default: {REFIT_EVERY})",
+    )
     return parser
 
 
@@ -256,20 +291,27 @@ def _first_nonfinite(X) -> tuple[int, int]:
 
 
 class _Request:
-    """A checked ``fit``/``serve``/``demo`` request: the estimator's settings, the input, the labels, and where
-    the work runs. Everything is checked here, before any cluster or server starts."""
+    """A checked ``fit``/``serve``/``demo`` request: the estimator's settings (for ``--update-from``, the parent
+    run's where not given), the input, the labels, and where the work runs. Everything is checked here, before any
+    cluster or server starts."""
 
     def __init__(self, args, input_path: str, true_labels=None):
         from . import job
         from .inputs import load_labels, read_input
+        from .runs import RunsStore
 
         self.args, self.input_path, self.true_labels = args, input_path, true_labels
-        self.params = _params(args.param)
-        try:
-            self.estimator = job.make_estimator(args.method, args.n_clusters, self.params, args.random_state)
+        self.update_from = getattr(args, "update_from", None)
+        try:  # the settings not given: the parent run's for an update, else the defaults
+            settings = (args.method, args.n_clusters, _params(args.param) or None, args.random_state)
+            run_id = getattr(args, "run_id", None)
+            self.plan = job.plan_run(RunsStore(args.store), *settings, update_from=self.update_from, run_id=run_id)
         except ValueError as exc:
             raise ValueError(_cli_words(str(exc), args.param)) from None
+        self.estimator = self.plan.estimator()
         self.X, self.info = read_input(input_path, header=args.header)
+        if self.plan.parent is not None:
+            job.check_update_input(self.plan.parent, {"path": input_path, "shape": list(self.X.shape)})
         self.in_process = not (args.scheduler or args.workers or args.cluster_class) and (
             self.X.nbytes <= IN_PROCESS_MAX_BYTES
         )
@@ -284,7 +326,7 @@ class _Request:
                 "--param nonfinite=skip to leave them unlabelled (-1)."
             )
         n_rows = self.X.shape[0] - (n_bad if self.in_process else 0)
-        told = args.n_clusters if isinstance(args.n_clusters, int) else 0
+        told = self.plan.n_clusters if isinstance(self.plan.n_clusters, int) and self.plan.parent is None else 0
         if n_rows < 2 or told > n_rows:
             needed = max(2, told)
             raise ValueError(f"{input_path}: {n_rows} row(s) without NaN or inf; at least {needed} are needed.")
@@ -312,16 +354,17 @@ class _Request:
 
     def run(self, store: str, run_id: str | None) -> str:
         """Run the job: as the Prefect flow when a Prefect API is configured, else its steps here."""
-        a = self.args
+        a, plan = self.args, self.plan
         settings = dict(
-            method=a.method,
-            n_clusters=a.n_clusters,
-            params=self.params or None,
-            random_state=a.random_state,
+            method=plan.method,
+            n_clusters=plan.n_clusters,
+            params=plan.params or None,
+            random_state=plan.random_state,
             store=store,
             run_id=run_id,
             true_labels=self.true_labels,
             header=self.info.header,
+            update_from=self.update_from,
         )
         if _prefect_api_url():
             from .flows import recluster
@@ -439,6 +482,12 @@ def _fit(args) -> int:
     metrics = run.attrs["metrics"]
     print(f"{run_id}\t{metrics['n_leaves']} clusters\t{run.url}")
     _print_scores(metrics)
+    if run.parent is not None:
+        report = metrics["update"]
+        _say(
+            f"updated run {run.parent} (update {report['update']} since its fit): {report['n_clusters_before']} "
+            f"clusters before, {report['n_clusters']} now; lowdens runs show {run_id} says what changed"
+        )
     return 0
 
 
@@ -484,14 +533,17 @@ def _demo(args) -> int:
 
 
 def _save_plots(run, X, labels, out: Path, max_points: int) -> dict:
-    """The run's plots (one colour per true label in every file); a figure that cannot be drawn is named on
-    stderr and the others are written."""
+    """The run's plots (one colour per true label in every file; for an update run, the clusters' shares before
+    and after it too); a figure that cannot be drawn is named on stderr and the others are written."""
     import matplotlib
 
     matplotlib.use("Agg")
     from lowdens_dask.plots import save_plots
 
-    written = save_plots(run.tree, X, out, labels=labels, max_points=max_points, n_jobs=os.cpu_count() or 1)
+    report = run.attrs.get("metrics", {}).get("update")  # an update run's report
+    written = save_plots(
+        run.tree, X, out, labels=labels, max_points=max_points, n_jobs=os.cpu_count() or 1, update_report=report
+    )
     for name, reason in written.skipped.items():
         _say(f"{name}: not drawn ({reason})")
     return written
@@ -542,6 +594,7 @@ def _predict(args) -> int:
 
 
 def _runs(args) -> int:
+    from .metrics import describe_update
     from .runs import RunsStore
 
     store = RunsStore(args.store)
@@ -563,6 +616,10 @@ def _runs(args) -> int:
     run = store.get(args.run)
     shown = {key: value for key, value in run.attrs.items() if key != "tree"}
     print(json.dumps({"run_id": run.run_id, "committed_at": run.committed_at, "url": run.url, **shown}, indent=2))
+    if run.parent is not None:  # what the update changed, in words, beside the JSON (which stays all of stdout)
+        _say(f"run {run.run_id} is an update of run {run.parent}:")
+        for line in describe_update(run.attrs["metrics"]["update"]):
+            print(f"  {line}", file=sys.stderr)
     return 0
 
 
@@ -580,24 +637,33 @@ def _serve(args) -> int:
     from prefect.settings import PREFECT_API_URL
     from prefect.types.entrypoint import EntrypointType
 
-    from . import serving
+    from . import job, serving
     from .flows import recluster
 
+    if args.refit_every is not None and not args.incremental:
+        raise ValueError("--refit-every N goes with --incremental (without it every run is a full fit).")
+    if args.incremental and not job.updatable(args.method or "mdh"):
+        raise ValueError(f"--incremental: runs of --method {args.method} cannot be updated (it has no partial_fit).")
     if not PREFECT_API_URL.value():
         raise ValueError("lowdens serve needs a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api).")
     request = _Request(args, os.fspath(args.input), true_labels=args.labels)
+    plan = request.plan
     parameters = {
         "input_path": os.fspath(args.input),
-        "method": args.method,
-        "n_clusters": args.n_clusters,
-        "params": request.params or None,
-        "random_state": args.random_state,
+        "method": plan.method,
+        "n_clusters": plan.n_clusters,
+        "params": plan.params or None,
+        "random_state": plan.random_state,
         "store": args.store,
         "true_labels": args.labels,
         "cluster": request.cluster(),
         "header": request.info.header,
+        # the runs record the deployment's name; incremental runs update the latest of them
+        "series": args.name,
+        "refit_every": (args.refit_every or REFIT_EVERY) if args.incremental else None,
     }
-    print(f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r}")
+    every = f", updating its latest run, a full fit every {parameters['refit_every']} runs" if args.incremental else ""
+    print(f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r}{every}")
     # registered by module path (lowdens_pipelines.flows.recluster), so any worker with the package can load it;
     # Ctrl-C or SIGTERM pause it and delete its scheduled runs, then exit 130 (serving.py says how and why)
     return serving.serve(

@@ -31,17 +31,18 @@ def contingency(previous, current, shape: tuple[int, int] | None = None) -> np.n
     return counts[: n_prev * n_cur].reshape(n_prev, n_cur)
 
 
-def match_cluster_ids(table: np.ndarray) -> dict[int, int]:
+def match_cluster_ids(table: np.ndarray, first_new: int | None = None) -> dict[int, int]:
     """Current id -> stable id, from a contingency table (previous x current).
 
     The pairing of previous and current clusters with the largest total overlap (Hungarian algorithm) keeps
     the previous ids; a current cluster that overlaps no previous one, or is left over when there are more
-    clusters than before, gets a new id above every previous id.
+    clusters than before, gets a new id above every previous id: from ``first_new`` on (default: the number of
+    previous ids), so that ids used by earlier runs are not used again.
     """
     n_prev, n_cur = table.shape
     rows, cols = linear_sum_assignment(table, maximize=True)
     mapping = {int(c): int(r) for r, c in zip(rows, cols, strict=True) if table[r, c] > 0}
-    fresh = n_prev
+    fresh = n_prev if first_new is None else max(n_prev, int(first_new))
     for c in range(n_cur):
         if c not in mapping:
             mapping[c] = fresh

@@ -1,11 +1,13 @@
-"""The ``recluster`` Prefect flow: fit a clustering of an array on a Dask cluster and persist the run (labels
-with stable cluster ids, tree, parameters, versions, input identity, metrics, continuity) in a runs store.
+"""The ``recluster`` Prefect flow: fit a clustering of an array on a Dask cluster, or update a committed run's
+clustering with new rows, and persist the run (labels with stable cluster ids, tree, summary, parameters,
+versions, input identity, metrics, continuity or the update's report) in a runs store.
 
-``recluster`` checks the parameters and runs *load and validate* in the flow's own process, so bad input fails
-before any Dask cluster starts. It then runs the subflow ``recluster-on-dask`` on the configured cluster
-(prefect-dask's ``DaskTaskRunner``: a temporary ``LocalCluster``, an existing scheduler, or a class such as
-``dask_kubernetes.operator.KubeCluster``), whose tasks are: fit; continuity (match the new clusters to the
-previous run's); route the rows and write the labels; metrics. Last, *persist* commits the run. Each Dask
+``recluster`` checks the parameters (and the run it would update) and runs *load and validate* in the flow's own
+process, so bad input fails before any Dask cluster starts. It then runs the subflow ``recluster-on-dask`` on the
+configured cluster (prefect-dask's ``DaskTaskRunner``: a temporary ``LocalCluster``, an existing scheduler, or a
+class such as ``dask_kubernetes.operator.KubeCluster``), whose tasks are: fit and continuity (match the new
+clusters to the previous run's), or update (``partial_fit`` from the parent run's tree and summary, whose ids the
+clusters keep); route the rows and write the labels; metrics. Last, *persist* commits the run. Each Dask
 task reaches the cluster through ``prefect_dask.get_dask_client``; the estimator keeps its own fine-grained
 parallelism (nodes, restarts) as Dask tasks, so Prefect tasks are never nested. The estimator is chosen by
 name from the library's registry (``lowdens_dask.METHODS``).
@@ -43,6 +45,7 @@ from lowdens_dask import ClusterTree  # noqa: E402
 from . import job  # noqa: E402
 from .inputs import open_input  # noqa: E402
 from .job import make_estimator, route_to_stable_ids, stable_labels  # noqa: E402
+from .metrics import describe_update  # noqa: E402
 from .runs import DEFAULT_STORE, Attempt, RunsStore  # noqa: E402
 
 #: Keys of the flow's ``cluster`` parameter (those of prefect-dask's ``DaskTaskRunner``).
@@ -122,14 +125,28 @@ def load_and_validate(
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def fit(input_path: str, method: str, n_clusters, params: dict, random_state: int, storage_options, header=None):
-    """Fit on the flow's cluster; returns the tree as JSON and the fit's figures."""
-    estimator = make_estimator(method, n_clusters, params, random_state)
+def fit(input_path: str, settings: dict, attempt_url: str, storage_options, header=None) -> dict:
+    """Fit on the flow's cluster and write the run's summary into the attempt (:func:`.job.keep_summary`); returns
+    the tree as JSON and the fit's figures. ``settings``: method, n_clusters, params, random_state."""
+    estimator = make_estimator(**settings)
     with cluster_client() as client:
         X = open_input(input_path, storage_options, header=header)
         with counting_passes(client, X) as counted:
             fitted = job.fit_tree(estimator, X)
+            job.keep_summary(estimator, X, attempt_url)
     return {**fitted, "passes": counted["passes"]}
+
+
+@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
+def update(input_path: str, settings: dict, resume: dict, attempt_url: str, storage_options, header=None) -> dict:
+    """Update the parent run's tree with the rows on the flow's cluster (:func:`.job.update_tree`); returns the
+    tree as JSON, the update report and the update's figures."""
+    estimator = make_estimator(**settings)
+    with cluster_client() as client:
+        X = open_input(input_path, storage_options, header=header)
+        with counting_passes(client, X) as counted:
+            updated = job.update_tree(estimator, X, resume, attempt_url)
+    return {**updated, "passes": counted["passes"]}
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
@@ -169,27 +186,33 @@ def persist(attempt: Attempt, attrs: dict) -> str:
 
 
 def publish_artifacts(run, store: str) -> None:
-    """The run's result in the Prefect UI: a markdown summary (clusters, sizes, scores, where the run is kept)
-    and a table of the cluster sizes."""
+    """The run's result in the Prefect UI: a markdown summary (clusters, sizes, scores, for an update what
+    changed, where the run is kept) and a table of the cluster sizes by cluster id."""
     metrics = run.attrs["metrics"]
-    sizes = metrics.get("cluster_sizes", [])
+    sizes = metrics.get("cluster_sizes", [])  # by cluster id: ids need not be 0..K-1, and unused ids count 0
+    ids = sorted(set(run.stable_ids[list(run.tree.leaf_labels().values())].tolist()))
+    sizes = {i: sizes[i] if i < len(sizes) else 0 for i in ids}
     scores = ", ".join(
         f"{name} {metrics[name]:.3f}" for name in ("adjusted_rand", "purity", "v_measure") if name in metrics
     )
+    update = []
+    if run.parent is not None:
+        update = [f"- an update of run {run.parent}:", *(f"  - {line}" for line in describe_update(metrics["update"]))]
     lines = [
         f"# Run {run.run_id}",
         "",
         f"- clusters: **{metrics['n_leaves']}** ({run.attrs['params']['method']}, "
         f"{run.attrs['input']['shape'][0]:,} rows of {run.attrs['input']['path']})",
-        f"- cluster sizes: {', '.join(f'{size:,}' for size in sizes)}",
+        f"- cluster sizes: {', '.join(f'{i}: {size:,}' for i, size in sizes.items())}",
         f"- rows not labelled (NaN or inf): {metrics.get('n_unlabelled', 0):,}",
         *([f"- scores against the true labels: {scores}"] if scores else []),
+        *update,
         f"- run store: `{store}`; the run: `{run.url}`",
     ]
     key = "".join(c if c.isalnum() else "-" for c in run.run_id.lower())
     create_markdown_artifact("\n".join(lines), key=f"run-{key}"[:100], description=f"lowdens run {run.run_id}")
-    total = max(1, sum(sizes))
-    table = [{"cluster": i, "rows": size, "share": round(size / total, 4)} for i, size in enumerate(sizes)]
+    total = max(1, sum(sizes.values()))
+    table = [{"cluster": i, "rows": size, "share": round(size / total, 4)} for i, size in sizes.items()]
     create_table_artifact(table, key=f"sizes-{key}"[:100], description=f"cluster sizes of run {run.run_id}")
 
 
@@ -197,18 +220,17 @@ def publish_artifacts(run, store: str) -> None:
 @flow(name="recluster-on-dask")
 def recluster_on_dask(
     input_path: str,
-    method: str,
-    n_clusters: int | str | None,
-    params: dict,
-    random_state: int,
+    settings: dict,
     storage_options: dict | None,
     identity: dict,
     previous: dict | None,
     attempt_url: str,
     header: bool | None = None,
+    resume: dict | None = None,
 ) -> dict:
-    """The cluster work of :func:`recluster`: fit, continuity, and labels, each a task on the flow's Dask
-    cluster (the task runner is set by :func:`recluster`)."""
+    """The cluster work of :func:`recluster`: fit and continuity, or with ``resume`` (:func:`.job.resume_point`)
+    the update of the parent run; then the labels; each a task on the flow's Dask cluster (the task runner is set
+    by :func:`recluster`). ``settings``: method, n_clusters, params, random_state."""
     logger = get_run_logger()
     seconds, passes = {}, {}
 
@@ -221,45 +243,52 @@ def recluster_on_dask(
         logger.info("%s: done in %.1f s", name, seconds[name])
         return result
 
-    fitted = step("fit", fit.submit(input_path, method, n_clusters, params, random_state, storage_options, header))
-    tree_json = fitted["tree"]
-    logger.info("fit: %d clusters", ClusterTree.from_json(tree_json).n_leaves)
-    if previous is None:  # the first run on this input: its ids are its labels (no task, no pass)
-        matched = job.match_previous(None, tree_json, identity, None)
+    if resume is not None:  # an update: the ids are the tree's own labels (no matching)
+        fitted = step("update", update.submit(input_path, settings, resume, attempt_url, storage_options, header))
+        tree_json, report = fitted["tree"], fitted["report"]
+        before, after = report["n_clusters_before"], report["n_clusters"]
+        logger.info("update %d of run %s: %d clusters (%d before)", report["update"], resume["run_id"], after, before)
+        matched = job.tree_ids(tree_json)
     else:
-        matched = step(
-            "continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options, header)
-        )
-        if matched.get("warning"):  # the previous labels are damaged: no continuity (job.match_previous)
-            logger.warning(matched["warning"])
+        fitted = step("fit", fit.submit(input_path, settings, attempt_url, storage_options, header))
+        tree_json = fitted["tree"]
+        logger.info("fit: %d clusters", ClusterTree.from_json(tree_json).n_leaves)
+        if previous is None:  # the first run on this input: its ids are its labels (no task, no pass)
+            matched = job.match_previous(None, tree_json, identity, None)
+        else:
+            matched = step(
+                "continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options, header)
+            )
+            if matched.get("warning"):  # the previous labels are damaged: no continuity (job.match_previous)
+                logger.warning(matched["warning"])
     step(
         "write_labels",
         write_labels.submit(input_path, tree_json, matched["stable_ids"], attempt_url, storage_options, header),
     )
-    figures = {k: v for k, v in fitted.items() if k not in ("tree", "passes")}
-    return {
-        "tree": tree_json,
-        "stable_ids": matched["stable_ids"],
-        "metrics": {**figures, "stability": matched["stability"], "seconds": seconds, "passes": passes},
-    }
+    metrics = {**job.outcome_figures(fitted), "stability": matched["stability"], "seconds": seconds, "passes": passes}
+    return {"tree": tree_json, "ids": {key: matched[key] for key in ("stable_ids", "next_id")}, "metrics": metrics}
 
 
 @flow(name="recluster")
 def recluster(
     input_path: str,
-    method: str = "mdh",
-    n_clusters: int | str | None = "auto",
+    method: str | None = None,
+    n_clusters: int | str | None = None,
     params: dict | None = None,
-    random_state: int = 0,
+    random_state: int | None = None,
     store: str = DEFAULT_STORE,
     run_id: str | None = None,
     true_labels: str | list | None = None,
     storage_options: dict | None = None,
     cluster: dict | None = None,
     header: bool | None = None,
+    update_from: str | None = None,
+    series: str | None = None,
+    refit_every: int | None = None,
 ) -> str:
-    """Recluster the array at ``input_path`` (zarr, ``.npy``, ``.csv`` or parquet) with ``method`` and persist
-    the run in ``store`` as ``run_id`` (default: made from the time); returns the run id.
+    """Recluster the array at ``input_path`` (zarr, ``.npy``, ``.csv`` or parquet) with ``method`` (default mdh)
+    into ``n_clusters`` clusters (default "auto") and persist the run in ``store`` as ``run_id`` (default: made
+    from the time); returns the run id.
 
     ``true_labels`` (a list, or a path to them) adds ARI, V-measure and purity to the metrics. ``cluster``
     chooses the Dask cluster (:func:`dask_task_runner`). ``header``: whether a CSV input's first row is a header
@@ -268,36 +297,40 @@ def recluster(
     parameter, a missing or malformed array, a bad cluster setting) fails before any Dask cluster starts, and a
     failed run leaves no trace in the store. The flow run publishes the result as Prefect artifacts (a summary,
     and a table of the cluster sizes).
+
+    Updates (:mod:`.job`): ``update_from`` names a committed run to update with the rows at ``input_path``
+    (``partial_fit``) instead of fitting afresh; the new run names it (``attrs["parent"]``), keeps its cluster ids
+    and records the update report (``metrics["update"]``). ``series`` names the series the run belongs to
+    (``lowdens serve`` gives its deployment's name); with ``refit_every`` N, each run updates the series' latest
+    run, and every N-th is a full fit. The settings (``method``, ``n_clusters``, ``params``, ``random_state``) left
+    at None are the parent's for an update (``params`` given are set over the parent's). A failed update leaves
+    its parent as it was.
     """
     logger = get_run_logger()
-    make_estimator(method, n_clusters, params, random_state)
+    runs = RunsStore(store)
+    plan = job.plan_run(runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id)
     with get_client(sync_client=True) as client:
         runner = dask_task_runner(cluster, api_url=str(client.api_url))
-    runs = RunsStore(store)
     started = time.perf_counter()
     identity, truth = load_and_validate(input_path, storage_options, true_labels, header)
     load_seconds = time.perf_counter() - started
     logger.info("load_and_validate: %s, shape %s, %s", identity["path"], identity["shape"], identity["dtype"])
-    previous = job.previous_run(runs, identity)
+    if plan.parent is not None:
+        job.check_update_input(plan.parent, identity)
+        resume, previous = job.resume_point(plan.parent), None
+        logger.info("updating run %s (update %d since its fit)", plan.parent.run_id, plan.parent.tree.update + 1)
+    else:
+        resume, previous = None, job.previous_run(runs, identity, plan.latest)
     with runs.attempt(run_id) as attempt:
         done = recluster_on_dask.with_options(task_runner=runner)(
-            input_path,
-            method,
-            n_clusters,
-            params or {},
-            random_state,
-            storage_options,
-            identity,
-            previous,
-            attempt.url,
-            header,
+            input_path, plan.estimator_settings, storage_options, identity, previous, attempt.url, header, resume
         )
         started = time.perf_counter()
         metrics = {**compute_metrics(done["tree"], attempt.url, truth), **done["metrics"]}
         metrics["seconds"] = {"load_and_validate": load_seconds, **metrics["seconds"]}
         metrics["seconds"]["metrics"] = time.perf_counter() - started
-        settings = {"method": method, "n_clusters": n_clusters, "random_state": random_state, **(params or {})}
-        attrs = job.run_attrs(done["tree"], done["stable_ids"], settings, identity, metrics, true_labels)
+        parent = None if plan.parent is None else plan.parent.run_id
+        attrs = job.run_attrs(done["tree"], done["ids"], plan.settings, identity, metrics, true_labels, parent, series)
         run_id = persist(attempt, attrs)
     logger.info("persisted run %s in %s", run_id, store)
     publish_artifacts(runs.get(run_id), store)

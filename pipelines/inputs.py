@@ -27,8 +27,14 @@ from dask.base import tokenize
 
 from lowdens_dask.backend import as_dask_array
 
-#: Rows per chunk for formats that have no chunks of their own (``.npy``, ``.csv``).
+#: Rows per chunk for formats that have no chunks of their own (``.npy``, ``.csv``): at most this many bytes ...
 DEFAULT_ROW_CHUNK_BYTES = 64 * 2**20
+#: ... in at least this many chunks, of at least ``MIN_CHUNK_ROWS`` rows each. A summary-mode fit keeps at most 64
+#: microclusters per chunk (``lowdens_dask``'s ``MAX_MICROCLUSTERS_PER_CHUNK``): 100,000 rows of 8 float32 columns
+#: in one chunk were summarised by 64, too few for ``n_clusters="auto"`` to find five well-separated clusters
+#: significant (it found one); in 16 chunks, by 1,024 (it found the five).
+MIN_ROW_CHUNKS = 16
+MIN_CHUNK_ROWS = 4_096
 
 
 def input_format(path: str) -> str:
@@ -44,7 +50,8 @@ def input_format(path: str) -> str:
 
 
 def _row_chunks(n_rows: int, n_cols: int, itemsize: int) -> int:
-    return max(1, min(n_rows, DEFAULT_ROW_CHUNK_BYTES // max(1, n_cols * itemsize)))
+    spread = max(MIN_CHUNK_ROWS, -(-n_rows // MIN_ROW_CHUNKS))
+    return max(1, min(n_rows, spread, DEFAULT_ROW_CHUNK_BYTES // max(1, n_cols * itemsize)))
 
 
 #: What an input path may name (the end of a "expected ..." message).

@@ -1,5 +1,11 @@
-"""The recluster job's steps as plain functions: check the request and the input, fit, match the cluster ids
-to the previous run's, write the labels, compute the metrics, commit the run.
+"""The recluster job's steps as plain functions: check the request and the input, fit (or update a parent run),
+match the cluster ids to the previous run's, write the labels, compute the metrics, commit the run.
+
+An update (``update_from``, or a series' nightly update under ``lowdens serve --incremental``) starts from a
+committed run: its tree, whose leaves are first given the run's cluster ids, and its summary (every run keeps
+the summary of the rows its tree has seen). ``partial_fit`` summarises the new rows, merges them in and updates
+the tree, which keeps its leaves' ids: the new run's ids are the tree's own labels, with no matching. The new
+run names its parent (``attrs["parent"]``) and keeps ``partial_fit``'s update report (``metrics["update"]``).
 
 The Prefect flow ``recluster`` (:mod:`.flows`) runs these steps as tasks on a Dask cluster. ``lowdens fit``
 without a Prefect API runs them itself with :func:`run_job`, in its own process (Dask's threaded scheduler)
@@ -11,15 +17,17 @@ imported here.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from importlib.metadata import version
 
 import dask.array as da
 import numpy as np
 
-from lowdens_dask import METHODS, ClusterTree, check_params
+from lowdens_dask import METHODS, ClusterTree, build_summary, check_params
 from lowdens_dask.backend import ChunkedData
 from lowdens_dask.tree import leaf_labels_from_json
 
@@ -27,11 +35,13 @@ from .continuity import contingency, match_cluster_ids, stability
 from .identity import input_identity
 from .inputs import load_labels, open_input
 from .metrics import label_metrics, tree_metrics
-from .runs import LabelsDamagedError, RunsStore, read_labels
+from .runs import LabelsDamagedError, Run, RunsStore, read_labels, read_summary, write_summary
 from .runs import write_labels as write_run_labels
 
 #: Versions recorded with each run.
 VERSIONED = ("lowdens-dask", "numpy", "scipy", "scikit-learn", "numba", "dask", "distributed", "zarr", "prefect")
+#: The settings a run records beside its estimator's other parameters (``attrs["params"]``).
+SETTINGS = ("method", "n_clusters", "random_state")
 
 
 def make_estimator(method: str, n_clusters: int | str | None, params: dict | None, random_state: int):
@@ -50,6 +60,96 @@ def make_estimator(method: str, n_clusters: int | str | None, params: dict | Non
     estimator.set_params(**settings)
     check_params(estimator)
     return estimator
+
+
+def updatable(method: str) -> bool:
+    """Whether runs of ``method`` can be updated: its estimator has ``partial_fit``."""
+    return method in METHODS and hasattr(METHODS[method].clustering, "partial_fit")
+
+
+def _updatable_methods() -> str:
+    return ", ".join(name for name in METHODS if updatable(name))
+
+
+def update_parent(runs: RunsStore, update_from: str) -> Run:
+    """The run ``update_from`` names, checked for an update: it exists (else a ``KeyError`` naming the store),
+    its method has ``partial_fit`` and it keeps its summary (else a ``ValueError``)."""
+    parent = runs.get(update_from)
+    method = parent.attrs.get("params", {}).get("method")
+    if not updatable(method):
+        raise ValueError(
+            f"Run {update_from!r} cannot be updated: its method {method!r} has no partial_fit (updates need one of: "
+            f"{_updatable_methods()})."
+        )
+    if parent.summary is None:
+        raise ValueError(
+            f"Run {update_from!r} keeps no summary of its rows (it was committed before runs kept one); fit it again "
+            "to update it."
+        )
+    return parent
+
+
+def series_parent(runs: RunsStore, series: str, refit_every: int) -> tuple[Run | None, Run | None]:
+    """(the run to update, the series' latest run) for the next run of ``series`` under ``lowdens serve
+    --incremental``: the latest run is updated unless its tree has had ``refit_every - 1`` updates since its full
+    fit (``tree.update``), so that one run in ``refit_every`` is a full fit; nor is a latest run updated whose
+    method has no ``partial_fit`` or that keeps no summary. Without a latest run, the series starts with a fit."""
+    if refit_every < 1:
+        raise ValueError(f"refit_every must be a positive integer; got {refit_every!r}.")
+    latest = runs.latest_in(series)
+    if latest is None or latest.tree.update + 1 >= refit_every:
+        return None, latest
+    if not updatable(latest.attrs.get("params", {}).get("method")) or latest.summary is None:
+        return None, latest
+    return latest, latest
+
+
+def update_settings(
+    parent: Run, method: str | None, n_clusters, params: dict | None, random_state: int | None
+) -> tuple[str, int | str | None, dict, int]:
+    """(method, n_clusters, params, random_state) of an update of ``parent``: each one not given (None) is the
+    parent's, and ``params`` given are set over the parent's. A method other than the parent's is a
+    ``ValueError`` (the tree's splits are the method's)."""
+    recorded = dict(parent.attrs.get("params", {}))
+    if method is not None and method != recorded["method"]:
+        raise ValueError(
+            f"Run {parent.run_id!r} was fitted with method {recorded['method']!r}; an update keeps its parent's "
+            f"method (got {method!r})."
+        )
+    accepted = METHODS[recorded["method"]].clustering().get_params()
+    inherited = {key: value for key, value in recorded.items() if key in accepted and key not in SETTINGS}
+    return (
+        recorded["method"],
+        recorded.get("n_clusters") if n_clusters is None else n_clusters,
+        {**inherited, **(params or {})},
+        recorded.get("random_state", 0) if random_state is None else random_state,
+    )
+
+
+def check_update_input(parent: Run, identity: dict) -> None:
+    """The new rows have the parent's number of features (else a ``ValueError`` naming both)."""
+    n_features = parent.tree.n_features
+    if identity["shape"][1] != n_features:
+        raise ValueError(
+            f"{identity['path']} has {identity['shape'][1]} columns; run {parent.run_id!r}, which it would update, "
+            f"was fitted on {n_features}."
+        )
+
+
+def resume_point(parent: Run) -> dict:
+    """What an update needs of its parent run, as JSON-ready values: its id, where it is (its summary is read
+    from there), its tree with each leaf labelled by the run's cluster id (a fit's tree labels its leaves 0..K-1
+    and the run maps them to its ids), and the first id no run before it used (``next_id``)."""
+    tree = parent.tree
+    labels = tree.leaf_labels()
+    ids = parent.stable_ids
+    payload = tree.to_dict()
+    next_label = max(int(parent.attrs.get("next_id", 0)), int(ids.max()) + 1, payload.get("next_label") or 0)
+    for node in payload["nodes"]:
+        if node["id"] in labels:
+            node["label"] = int(ids[labels[node["id"]]])
+    payload.update(update=tree.update, next_label=next_label)
+    return {"run_id": parent.run_id, "url": parent.url, "tree": json.dumps(payload)}
 
 
 def stable_labels(x: np.ndarray, tree_json: str, stable_ids: tuple[int, ...]) -> np.ndarray:
@@ -80,9 +180,9 @@ def load_and_validate(
     return identity, truth
 
 
-def previous_run(runs: RunsStore, identity: dict) -> dict | None:
-    """What continuity needs of the newest committed run on the same input path, or None."""
-    latest = runs.latest_on(identity["path"])
+def previous_run(runs: RunsStore, identity: dict, latest: Run | None = None) -> dict | None:
+    """What continuity needs of ``latest`` (default: the newest committed run on the same input path), or None."""
+    latest = runs.latest_on(identity["path"]) if latest is None else latest
     if latest is None or "stable_ids" not in latest.attrs:
         return None
     return {
@@ -90,16 +190,55 @@ def previous_run(runs: RunsStore, identity: dict) -> dict | None:
         "url": latest.url,
         "tree": latest.tree.to_json(),
         "stable_ids": latest.attrs["stable_ids"],
+        "next_id": latest.attrs.get("next_id", max(latest.attrs["stable_ids"]) + 1),
         "input": latest.attrs["input"],
     }
+
+
+def _figures(estimator) -> dict:
+    names = ("n_microclusters_", "n_nonfinite_", "n_passes_")
+    return {name: int(getattr(estimator, name)) for name in names if hasattr(estimator, name)}
 
 
 def fit_tree(estimator, X: da.Array) -> dict:
     """Fit ``estimator`` on X; the tree as JSON and the fit's figures."""
     estimator.fit(X)
-    names = ("n_microclusters_", "n_nonfinite_", "n_passes_")
-    figures = {name: int(getattr(estimator, name)) for name in names if hasattr(estimator, name)}
-    return {"tree": estimator.tree_.to_json(), **figures}
+    return {"tree": estimator.tree_.to_json(), **_figures(estimator)}
+
+
+def keep_summary(estimator, X: da.Array, attempt_url: str) -> None:
+    """Write into the attempt the summary an update of the run will start from: the fit's own (summary mode), or
+    one built from the rows of X (one more pass) after an exact or in-memory fit; none for a method without
+    ``partial_fit``."""
+    if hasattr(estimator, "partial_fit"):
+        summary = getattr(estimator, "summary_", None)
+        write_summary(build_summary(estimator, X) if summary is None else summary, attempt_url)
+
+
+def update_tree(estimator, X: da.Array, parent: dict, attempt_url: str) -> dict:
+    """Update the parent run's tree with the rows of X (``estimator.partial_fit``, from the parent's tree and
+    summary: :func:`resume_point`) and write the merged summary into the attempt; the tree as JSON, the update
+    report and the update's figures."""
+    summary = read_summary(parent["url"])
+    if summary is None:
+        raise ValueError(f"Run {parent['run_id']!r} keeps no summary of its rows; fit it again to update it.")
+    tree = ClusterTree.from_json(parent["tree"])
+    estimator.tree_, estimator.summary_, estimator.n_features_in_ = tree, summary, tree.n_features
+    estimator.partial_fit(X)
+    write_summary(estimator.summary_, attempt_url)
+    return {"tree": estimator.tree_.to_json(), "report": estimator.update_report_, **_figures(estimator)}
+
+
+def tree_ids(tree_json: str) -> dict:
+    """The cluster ids of an update's run: its tree's own leaf labels (``stable_ids`` the identity up to the
+    largest), and the first id the tree has not used (``next_id``)."""
+    payload = json.loads(tree_json)
+    largest = max(ClusterTree.from_json(tree_json).leaf_labels().values())
+    return {
+        "stable_ids": list(range(largest + 1)),
+        "next_id": max(largest + 1, payload.get("next_label") or 0),
+        "stability": None,
+    }
 
 
 def match_previous(X: da.Array, tree_json: str, identity: dict, previous: dict | None) -> dict:
@@ -108,7 +247,7 @@ def match_previous(X: da.Array, tree_json: str, identity: dict, previous: dict |
     otherwise the rows are routed through the previous tree. The first run's ids are its labels."""
     n_leaves = ClusterTree.from_json(tree_json).n_leaves
     if previous is None:
-        return {"stable_ids": list(range(n_leaves)), "stability": None}
+        return {"stable_ids": list(range(n_leaves)), "next_id": n_leaves, "stability": None}
     same_rows = previous["input"]["shape"] == identity["shape"] and (
         previous["input"]["fingerprint"] == identity["fingerprint"]
     )
@@ -129,16 +268,19 @@ def match_previous(X: da.Array, tree_json: str, identity: dict, previous: dict |
         warnings.warn(message, stacklevel=2)
         return {
             "stable_ids": list(range(n_leaves)),
+            "next_id": n_leaves,
             "stability": {"previous_run": previous["run_id"], "skipped": str(error)},
             "warning": message,
         }
-    mapping = match_cluster_ids(table)
+    first_new = max(n_previous, int(previous.get("next_id", n_previous)))
+    mapping = match_cluster_ids(table, first_new=first_new)
     figures = {
         "previous_run": previous["run_id"],
         "compared": "same rows" if same_rows else "rows routed through the previous tree",
         **stability(table, mapping),
     }
-    return {"stable_ids": [mapping[i] for i in range(n_leaves)], "stability": figures}
+    ids = [mapping[i] for i in range(n_leaves)]
+    return {"stable_ids": ids, "next_id": max(first_new, max(ids) + 1), "stability": figures}
 
 
 def write_labels(X: da.Array, tree_json: str, stable_ids, attempt_url: str) -> None:
@@ -158,20 +300,26 @@ def compute_metrics(tree_json: str, attempt_url: str, truth) -> dict:
 
 def run_attrs(
     tree_json: str,
-    stable_ids,
+    ids: dict,
     settings: dict,
     identity: dict,
     metrics: dict,
     true_labels=None,
+    parent: str | None = None,
+    series: str | None = None,
 ) -> dict:
-    """The attributes a run is committed with. ``settings``: method, n_clusters, random_state and the
-    estimator's other parameters."""
+    """The attributes a run is committed with. ``ids``: its ``stable_ids`` and ``next_id`` (:func:`match_previous`,
+    :func:`tree_ids`); ``settings``: method, n_clusters, random_state and the estimator's other parameters;
+    ``parent``: the run it updated; ``series``: the series it belongs to (:func:`plan_run`)."""
     identity = dict(identity)
     if isinstance(true_labels, (str, os.PathLike)):
         identity["true_labels"] = os.fspath(true_labels)
     return {
         "tree": ClusterTree.from_json(tree_json),
-        "stable_ids": list(stable_ids),
+        "stable_ids": list(ids["stable_ids"]),
+        "next_id": int(ids["next_id"]),
+        **({"parent": parent} if parent is not None else {}),
+        **({"series": series} if series is not None else {}),
         "params": settings,
         "versions": {name: _version(name) for name in VERSIONED},
         "input": identity,
@@ -186,12 +334,85 @@ def _version(name: str) -> str | None:
         return None
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What a run does, decided before any work starts (:func:`plan_run`): a fit, or an update of ``parent``,
+    with these settings."""
+
+    method: str
+    n_clusters: int | str | None
+    params: dict
+    random_state: int | None
+    parent: Run | None  #: the run updated, or None for a fit
+    latest: Run | None  #: the run a fit's ids are matched with, or None for the latest on the same input path
+
+    @property
+    def settings(self) -> dict:
+        """The settings the run records (``attrs["params"]``)."""
+        return {"method": self.method, "n_clusters": self.n_clusters, "random_state": self.random_state, **self.params}
+
+    @property
+    def estimator_settings(self) -> dict:
+        """:func:`make_estimator`'s arguments."""
+        return {name: getattr(self, name) for name in ("method", "n_clusters", "params", "random_state")}
+
+    def estimator(self):
+        return make_estimator(**self.estimator_settings)
+
+
+def plan_run(
+    runs: RunsStore,
+    method: str | None = None,
+    n_clusters: int | str | None = None,
+    params: dict | None = None,
+    random_state: int | None = None,
+    update_from: str | None = None,
+    series: str | None = None,
+    refit_every: int | None = None,
+    run_id: str | None = None,
+) -> Plan:
+    """Whether the run fits or updates, and its settings; every problem is a ``ValueError`` (a ``KeyError`` for a
+    parent run that is not in the store), raised before any work starts.
+
+    - ``update_from``: update that run (:func:`update_parent`);
+    - ``refit_every`` (with ``series``): update the series' latest run, with a full fit every ``refit_every``
+      runs (:func:`series_parent`); a fit's ids are then matched with the series' latest run's;
+    - else a fit, whose ids are matched with the latest run on the same input path.
+
+    The settings left at None are, for an update, the parent's (``params`` given are set over the parent's), and
+    for a fit the defaults: method ``"mdh"``, ``n_clusters="auto"``, no params, ``random_state=0``. (The
+    estimators' ``n_clusters=None``, grow while a valid split exists, is not asked for this way.)
+    """
+    if update_from is not None and refit_every is not None:
+        raise ValueError("update_from and refit_every exclude each other: a series chooses the run it updates.")
+    if refit_every is not None and series is None:
+        raise ValueError("refit_every needs a series: the runs of that series are updated.")
+    if run_id is not None and run_id == update_from:
+        raise ValueError(f"An update is committed as a new run: its run id must differ from its parent's ({run_id!r}).")
+    parent = latest = None
+    if update_from is not None:
+        parent = update_parent(runs, update_from)
+    elif refit_every is not None:
+        parent, latest = series_parent(runs, series, refit_every)
+        if parent is not None and parent.run_id == run_id:  # the series' latest run: a fit replaces it
+            parent = None
+    if parent is None:
+        method, random_state = "mdh" if method is None else method, 0 if random_state is None else random_state
+        plan = Plan(
+            method, "auto" if n_clusters is None else n_clusters, dict(params or {}), random_state, None, latest
+        )
+    else:
+        plan = Plan(*update_settings(parent, method, n_clusters, params, random_state), parent, latest)
+    plan.estimator()  # the settings checked, as fit checks them
+    return plan
+
+
 def run_job(
     input_path: str,
-    method: str = "mdh",
-    n_clusters: int | str | None = "auto",
+    method: str | None = None,
+    n_clusters: int | str | None = None,
     params: dict | None = None,
-    random_state: int = 0,
+    random_state: int | None = None,
     store: str = "./lowdens-runs",
     run_id: str | None = None,
     true_labels=None,
@@ -199,20 +420,29 @@ def run_job(
     header: bool | None = None,
     X: da.Array | None = None,
     step=None,
+    update_from: str | None = None,
+    series: str | None = None,
+    refit_every: int | None = None,
 ) -> str:
     """The whole job where Dask's current scheduler runs it (this process's threads, or the client's cluster),
     without Prefect; returns the committed run's id. ``X``: the input already opened; ``step(name)``: a context
-    manager around each step (progress display)."""
+    manager around each step (progress display). ``update_from``, ``series``, ``refit_every`` and the settings'
+    defaults: :func:`plan_run`."""
     from contextlib import nullcontext
 
     step = step or (lambda name: nullcontext())
-    estimator = make_estimator(method, n_clusters, params, random_state)
+    runs = RunsStore(store)
+    plan = plan_run(runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id)
+    estimator = plan.estimator()
     X = open_input(input_path, storage_options, header=header) if X is None else X
     started = time.perf_counter()
     identity, truth = load_and_validate(input_path, storage_options, true_labels, header=header, X=X)
     seconds = {"load_and_validate": time.perf_counter() - started}
-    runs = RunsStore(store)
-    previous = previous_run(runs, identity)
+    if plan.parent is not None:
+        check_update_input(plan.parent, identity)
+        resume = resume_point(plan.parent)
+    else:
+        previous = previous_run(runs, identity, plan.latest)
     with runs.attempt(run_id) as attempt:
 
         def timed(name, function, *args):
@@ -222,12 +452,28 @@ def run_job(
             seconds[name] = time.perf_counter() - start
             return result
 
-        fitted = timed("fit", fit_tree, estimator, X)
-        matched = timed("continuity", match_previous, X, fitted["tree"], identity, previous)
-        timed("write_labels", write_labels, X, fitted["tree"], matched["stable_ids"], attempt.url)
+        if plan.parent is None:
+
+            def fit_and_keep_summary(estimator, X):
+                fitted = fit_tree(estimator, X)
+                keep_summary(estimator, X, attempt.url)
+                return fitted
+
+            fitted = timed("fit", fit_and_keep_summary, estimator, X)
+            ids = timed("continuity", match_previous, X, fitted["tree"], identity, previous)
+        else:
+            fitted = timed("update", update_tree, estimator, X, resume, attempt.url)
+            ids = tree_ids(fitted["tree"])
+        timed("write_labels", write_labels, X, fitted["tree"], ids["stable_ids"], attempt.url)
         metrics = timed("metrics", compute_metrics, fitted["tree"], attempt.url, truth)
-        figures = {k: v for k, v in fitted.items() if k != "tree"}
-        metrics.update(figures, stability=matched["stability"], seconds=seconds)
-        settings = {"method": method, "n_clusters": n_clusters, "random_state": random_state, **(params or {})}
-        attempt.set_attrs(**run_attrs(fitted["tree"], matched["stable_ids"], settings, identity, metrics, true_labels))
+        metrics.update(outcome_figures(fitted), stability=ids["stability"], seconds=seconds)
+        parent = None if plan.parent is None else plan.parent.run_id
+        attrs = run_attrs(fitted["tree"], ids, plan.settings, identity, metrics, true_labels, parent, series)
+        attempt.set_attrs(**attrs)
         return attempt.commit().run_id
+
+
+def outcome_figures(fitted: dict) -> dict:
+    """The metrics a fit or an update adds: its figures and, for an update, its report (``metrics["update"]``)."""
+    figures = {key: value for key, value in fitted.items() if key not in ("tree", "report", "passes")}
+    return {**figures, **({"update": fitted["report"]} if "report" in fitted else {})}

@@ -62,3 +62,50 @@ def label_metrics(labels, true_labels=None) -> dict:
         keep = labels >= 0
         out.update(cluster_performance(true_labels[keep], labels[keep]))
     return out
+
+
+def describe_update(report: dict) -> list[str]:
+    """An update's report (``metrics["update"]``, ``partial_fit``'s ``update_report_``) in words, one line each:
+    the new rows, the clusters before and after, the partition's drift, each node's action, and each cluster's
+    share of the rows seen before and of the new rows."""
+    decay = report.get("decay")
+    kept = "keep their weight" if not decay else f"keep {1 - decay:.0%} of their weight"
+    lines = [
+        f"update {report['update']}: {report['n_rows']:,} new rows (the rows seen before {kept}); "
+        f"{report['n_clusters_before']} clusters before, {report['n_clusters']} now"
+    ]
+    drift = report.get("drift")
+    if drift:
+        lines.append(
+            f"drift of the partition: PSI {drift['psi']:.3g}, chi-square {drift['chi2']:.4g} on {drift['dof']} "
+            f"degrees of freedom (p = {drift['p_value']:.3g})"
+        )
+    lines += [f"node {node['node']}: {_action(node)}" for node in report.get("nodes", [])]
+    leaves = report.get("leaves", [])
+    if leaves:
+        lines.append("cluster  leaf node  share before  share of the new rows")
+        lines += [
+            f"{leaf['label']:>7}  {leaf['node']:>9}  {leaf['share_before']:>12.2%}  {leaf['share_new']:>21.2%}"
+            for leaf in leaves
+        ]
+    return lines
+
+
+def _action(node: dict) -> str:
+    """What an update did to a node, in words."""
+    action = node["action"]
+    if action == "re-pursued":
+        moved = [f"{node['rerouted']:.1%} of its rows rerouted"] if "rerouted" in node else []
+        if "angle_degrees" in node:
+            moved = [f"turned {node['angle_degrees']:.1f}°", f"threshold moved {node['threshold_shift']:.3g}", *moved]
+        text = "re-pursued" + (f": {', '.join(moved)}" if moved else "")
+    elif action == "split" and "label" in node:
+        text = f"split: cluster {node['label']} keeps its id" + (
+            f", new cluster {node['new_label']}" if "new_label" in node else ""
+        )
+    elif action == "merged" and "label" in node:
+        text = f"merged back into one leaf, cluster {node['label']}"
+    else:
+        text = action
+    p_value = node.get("p_value")
+    return text if p_value is None else f"{text} (held-out dip test p = {p_value:.3g})"

@@ -4,6 +4,8 @@ Layout::
 
     <root>/<run_id>/attempt-<UTC time>-<random>/   a zarr group: the labels array and the run's attributes
                                             tree.json   the tree, schema-versioned (also in the attributes)
+                                            summary.npz the microclusters of the rows seen, which an update of
+                                                        the run starts from (``ClusterSummary.to_bytes``)
                                             CLAIM       written when the attempt starts to commit
                                             COMMITTED   written last, by the attempt that won: it is complete
 
@@ -84,6 +86,7 @@ DEFAULT_STORE = "./lowdens-runs"
 MARKER = "COMMITTED"
 CLAIM = "CLAIM"
 TREE_FILE = "tree.json"
+SUMMARY_FILE = "summary.npz"
 LABELS = "labels"
 #: The fill value of a run's labels: no label takes it, so a missing chunk reads as damage (the module's notes).
 LABELS_FILL = -2
@@ -112,6 +115,42 @@ def _now() -> str:
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or "no message"
     return f"{type(error).__name__}: {text}"
+
+
+def _put(fs, path: str, data: bytes) -> None:
+    """Write a small file whole: on object stores one PUT is atomic; on a local disk write then rename."""
+    if isinstance(fs, LocalFileSystem):
+        temporary = f"{path}.{secrets.token_hex(4)}.tmp"
+        with open(temporary, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    else:
+        fs.pipe_file(path, data)
+
+
+def write_summary(summary, url: str, storage_options: dict | None = None) -> None:
+    """Write a run's summary (a ``lowdens_dask.ClusterSummary``) as ``summary.npz`` into the attempt at ``url``,
+    whole (it is committed with the attempt, as the labels are)."""
+    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    _put(fs, f"{path.rstrip('/')}/{SUMMARY_FILE}", summary.to_bytes())
+
+
+def read_summary(url: str, storage_options: dict | None = None):
+    """The summary of the run at ``url`` (a ``lowdens_dask.ClusterSummary``), or None for a run that keeps none
+    (a method without ``partial_fit``, or a run committed before runs kept one). A file that cannot be read
+    back raises a ``ValueError`` naming it."""
+    from lowdens_dask import ClusterSummary
+
+    fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    where = f"{path.rstrip('/')}/{SUMMARY_FILE}"
+    try:
+        payload = fs.cat_file(where)
+    except FileNotFoundError:
+        return None
+    try:
+        return ClusterSummary.from_bytes(payload)
+    except Exception as error:  # noqa: BLE001 (numpy's and zipfile's errors: each is damage here)
+        raise ValueError(f"The summary at {fs.unstrip_protocol(where)} is damaged: {_one_line(error)}") from None
 
 
 class LabelsDamagedError(ValueError):
@@ -207,8 +246,23 @@ class Run:
 
     @property
     def stable_ids(self) -> np.ndarray:
-        """The run's cluster id of each leaf label of its tree (ids stay stable across runs on one input)."""
-        return np.asarray(self.attrs.get("stable_ids", range(self.tree.n_leaves)), dtype=np.int64)
+        """The run's cluster id of each leaf label of its tree, indexed by the label (ids stay stable across runs
+        on one input). An update's tree labels its leaves with their ids already: its ``stable_ids`` are the
+        identity up to its largest label (labels need not be 0..K-1)."""
+        if "stable_ids" in self.attrs:
+            return np.asarray(self.attrs["stable_ids"], dtype=np.int64)
+        return np.arange(max(self.tree.leaf_labels().values()) + 1, dtype=np.int64)
+
+    @property
+    def parent(self) -> str | None:
+        """The id of the run this one updated (``partial_fit``), or None for a full fit."""
+        return self.attrs.get("parent")
+
+    @property
+    def summary(self):
+        """The microclusters of the rows the run's tree has seen (a ``lowdens_dask.ClusterSummary``), which an
+        update starts from; None where the run keeps none (:func:`read_summary`)."""
+        return read_summary(self.url, self.storage_options)
 
     def predict(self, X) -> np.ndarray:
         """The run's cluster ids for the rows of ``X`` (in memory): its tree's labels through ``stable_ids``."""
@@ -270,6 +324,10 @@ class Attempt:
     def write_labels(self, labels: da.Array) -> None:
         """Write the labels (a 1-D Dask array, in the input's row chunks) into the attempt (:func:`write_labels`)."""
         write_labels(labels, self.url, self.store.storage_options)
+
+    def write_summary(self, summary) -> None:
+        """Write the run's summary (a ``lowdens_dask.ClusterSummary``) into the attempt (:func:`write_summary`)."""
+        write_summary(summary, self.url, self.store.storage_options)
 
     def set_attrs(self, **attrs: Any) -> None:
         """Record JSON-serialisable attributes; a ``tree`` (a ClusterTree) is also written as ``tree.json``."""
@@ -412,14 +470,7 @@ class RunsStore:
         return entries
 
     def _put(self, path: str, data: bytes) -> None:
-        """Write a small file whole: on object stores one PUT is atomic; on a local disk write then rename."""
-        if isinstance(self.fs, LocalFileSystem):
-            temporary = f"{path}.{secrets.token_hex(4)}.tmp"
-            with open(temporary, "wb") as file:
-                file.write(data)
-            os.replace(temporary, path)
-        else:
-            self.fs.pipe_file(path, data)
+        _put(self.fs, path, data)
 
     def _record(self, run_id: str, name: str, file: str) -> dict | None:
         """A claim or commit marker as a dict; None if it is gone. A marker of the old format (the commit
@@ -517,3 +568,11 @@ class RunsStore:
             if run.attrs.get("input", {}).get("path") == str(input_path):
                 return run
         return None
+
+    def latest_in(self, series: str) -> Run | None:
+        """The newest committed run of the series ``series`` (``attrs["series"]``, the deployment's name under
+        ``lowdens serve``): the run a nightly update starts from. Damaged runs are skipped, with a warning."""
+        runs, damaged = self._scan()
+        for bad in damaged:
+            warnings.warn(f"Skipping the damaged run {bad.run_id!r} ({bad.url}) of a series: {bad.error}", stacklevel=2)
+        return next((run for run in runs if run.attrs.get("series") == series), None)

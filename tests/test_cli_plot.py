@@ -92,3 +92,17 @@ def test_plot_says_when_the_runs_labels_are_gone(fitted, monkeypatch, tmp_path, 
     labels, _ = _plot(monkeypatch, tmp_path, tree, attrs)
     assert labels is None
     assert "the run's true labels cannot be read" in capsys.readouterr().err
+
+
+def test_plot_of_an_update_run_draws_the_shares_before_and_after(fitted, monkeypatch, tmp_path, capsys):
+    """Issue 24, point 5: ``lowdens plot`` of an update run adds the clusters' shares before and after the update,
+    from the report the run keeps (``metrics["update"]``)."""
+    folder, _, tree = fitted
+    leaves = [{"label": label, "node": leaf, "share_before": 1 / 3, "share_new": [0.5, 0.3, 0.2][label]}
+              for leaf, label in tree.leaf_labels().items()]  # fmt: skip
+    report = {"update": 1, "n_rows": 120, "decay": None, "n_clusters_before": 3, "n_clusters": 3, "nodes": [],
+              "leaves": leaves, "drift": {"psi": 0.1, "chi2": 9.0, "dof": 2, "p_value": 0.011}}  # fmt: skip
+    attrs = {"input": {"path": str(folder / "X.npy")}, "parent": "r0", "metrics": {"update": report}}
+    _, files = _plot(monkeypatch, tmp_path, tree, attrs, draw=True)
+    assert "shares.png" in files and "tree.png" in files
+    assert str(tmp_path / "plots" / "shares.png") in capsys.readouterr().out.split()

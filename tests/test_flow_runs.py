@@ -154,3 +154,82 @@ def test_rows_with_nan_follow_the_nonfinite_policy(cluster, tmp_path):
     assert run.attrs["metrics"]["n_unlabelled"] == 4 and run.attrs["metrics"]["n_nonfinite_"] == 4
     finite = np.isfinite(X).all(axis=1)
     np.testing.assert_array_equal(labels[finite], run.predict(X[finite]))
+
+
+# ---------------------------------------------------------------------------------------------------- updates
+def files_of(run) -> dict[str, bytes]:
+    """Every file of a run's committed attempt, by path inside it."""
+    from pathlib import Path
+
+    root = Path(run.url)
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def nights(cluster, tmp_path_factory):
+    """Night 1 fitted (run ``n1``), and night 2's rows (60,000 in 12 chunks) to update it with."""
+    from lowdens_pipelines import RunsStore
+
+    folder = tmp_path_factory.mktemp("nights")
+    X1, y1 = mixture(20_000, 10)
+    X2, y2 = mixture(60_000, 11)
+    night1 = write(str(folder / "night1.zarr"), X1)
+    night2 = write(str(folder / "night2.zarr"), X2, chunk=5_000)
+    store = RunsStore(str(folder / "runs"))
+    run_flow(cluster, night1, store.root, "n1")
+    return store, night2, (X1, y1), (X2, y2)
+
+
+def test_an_update_run_keeps_the_ids_and_names_its_parent(cluster, nights):
+    store, night2, (_, y1), (X2, y2) = nights
+    run_flow(cluster, night2, store.root, "n2", update_from="n1", n_clusters=None)
+    first, second = store.get("n1"), store.get("n2")
+    assert second.parent == "n1" and second.attrs["params"] == first.attrs["params"]  # the parent's settings
+    metrics = second.attrs["metrics"]
+    assert metrics["update"]["update"] == 1 and metrics["update"]["n_rows"] == 60_000
+    assert metrics["stability"] is None  # the ids are the tree's own: no matching
+    # one pass to summarise the new rows, one to write their labels
+    assert metrics["passes"] == {"update": 1.0, "write_labels": 1.0}
+    assert set(metrics["seconds"]) == {"load_and_validate", "update", "write_labels", "metrics"}
+    labels = second.labels.compute()
+    np.testing.assert_array_equal(second.predict(X2), labels)
+    assert clusters_of(labels, y2) == clusters_of(first.labels.compute(), y1)
+    assert second.tree.update == 1 and second.summary.n_rows == 80_000
+
+
+def test_worker_killed_during_an_update(cluster, nights):
+    from lowdens_dask.testing import kill_worker_at
+
+    store, night2, _, _ = nights
+    run_flow(cluster, night2, store.root, "calm-update", update_from="n1", n_clusters=None)
+    # SIGKILL the worker that summarised the 5th chunk of the new rows, unless it runs the Prefect task driving it
+    with kill_worker_at(cluster.scheduler, "lowdens-summarise", occurrence=4, spare="update-") as kill:
+        run_flow(cluster, night2, store.root, "killed-update", update_from="n1", n_clusters=None)
+    assert kill.killed is not None, "no worker was killed"
+    assert kill.redone, "no work was lost and redone"
+    calm, killed = store.get("calm-update"), store.get("killed-update")
+    assert killed.parent == "n1"
+    np.testing.assert_array_equal(killed.labels.compute(), calm.labels.compute())
+    actions = [[(n["node"], n["action"]) for n in run.attrs["metrics"]["update"]["nodes"]] for run in (killed, calm)]
+    assert actions[0] == actions[1]
+    for a, b in zip(killed.tree, calm.tree, strict=True):
+        assert (a.id, a.children, a.label) == (b.id, b.children, b.label)
+    cluster.wait_for_workers(3, timeout=60)
+
+
+def test_a_failed_update_leaves_the_parent_as_it_was(cluster, nights, tmp_path):
+    from lowdens_dask.backend import ChunkReadError
+
+    store, _, _, (X2, _) = nights
+    parent, files = store.get("n1"), files_of(store.get("n1"))
+    path = write(str(tmp_path / "night2.zarr"), X2[:40_000])  # 20 chunks
+    # corrupt chunk 3, which the input's fingerprint does not sample: validation passes, the update fails
+    with open(os.path.join(path, "c", "3", "0"), "wb") as chunk:
+        chunk.write(b"not a zstd frame")
+    with pytest.raises(ChunkReadError, match="chunk"):
+        run_flow(cluster, path, store.root, "broken-update", update_from="n1", n_clusters=None)
+    with pytest.raises(KeyError, match="No committed run 'broken-update'"):
+        store.get("broken-update")
+    after = store.get("n1")
+    assert (after.url, after.committed_at, after.attrs) == (parent.url, parent.committed_at, parent.attrs)
+    assert files_of(after) == files

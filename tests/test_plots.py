@@ -30,6 +30,7 @@ from lowdens_dask import (
     SVMRelabelClustering,
     plot_dendrogram,
     plot_node,
+    plot_shares,
     plot_tree,
     save_plots,
 )
@@ -382,6 +383,73 @@ def test_plot_dendrogram_leaves_and_splits(trees, optidigits_mdh):
     assert len(target.get_xticklabels()) == trees["ncut"].n_leaves
 
 
+# ------------------------------------------------------------------------------------------ after an update
+@pytest.fixture(scope="module")
+def updated():
+    """An MDH tree updated once (``partial_fit``): night 1 has four of five components, night 2 all five, so the
+    update splits a leaf; (tree, night 2's rows, the update's report)."""
+    centres = 10.0 * np.eye(6)[:5]
+    rng = np.random.default_rng(0)
+    y1, y2 = rng.integers(0, 4, size=20_000), rng.integers(0, 5, size=20_000)
+    X1, X2 = (centres[y] + rng.normal(size=(y.size, 6)) for y in (y1, y2))
+    model = MDHClustering(n_clusters="auto", random_state=0)
+    model.partial_fit(da.from_array(X1, chunks=(2_000, 6)))
+    model.partial_fit(da.from_array(X2, chunks=(2_000, 6)))
+    report = model.update_report_
+    assert "split" in [node["action"] for node in report["nodes"]], report["nodes"]
+    return model.tree_, X2, report
+
+
+def test_plot_tree_frames_the_splits_the_latest_update_changed(updated, dermatology, trees):
+    tree, X, _ = updated
+    changed = set(tree.changed_nodes())
+    fig = plot_tree(tree, X, max_points=500)
+    panels = {int(ax.get_gid().split("-")[1]): ax for ax in fig.axes if (ax.get_gid() or "").startswith("node-")}
+    framed = {node for node, ax in panels.items() if any(t.get_gid() == "changed" for t in ax.texts)}
+    assert framed == changed & set(panels) and framed and framed != set(panels)
+    for node, ax in panels.items():
+        colours = {to_rgba(spine.get_edgecolor()) for spine in ax.spines.values()}
+        assert (colours == {to_rgba("tab:red")}) == (node in framed)
+    assert f"after update 1: {len(framed)} of the {len(panels)} splits changed by it" in fig._suptitle.get_text()
+    assert "update" not in plot_tree(trees["mdh"], dermatology[0], max_points=100)._suptitle.get_text()
+
+
+def test_plot_shares_draws_the_update_reports_shares(updated):
+    _, _, report = updated
+    fig = plot_shares(report)
+    (ax,) = fig.axes
+    before = [p.get_height() for p in ax.patches if p.get_gid() == "before"]
+    new = [p.get_height() for p in ax.patches if p.get_gid() == "new"]
+    assert before == [leaf["share_before"] for leaf in report["leaves"]]
+    assert new == [leaf["share_new"] for leaf in report["leaves"]]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(leaf["label"]) for leaf in report["leaves"]]
+    (split,) = [node for node in report["nodes"] if node["action"] == "split"]
+    assert [t.get_gid() for t in ax.texts] == [f"new-cluster-{split['new_label']}"]
+    assert ax.get_title().startswith("Update 1: 4 clusters before, 5 now\ndrift: PSI ")
+    with pytest.raises(ValueError, match="it is a fit's"):
+        plot_shares({**report, "update": 0, "leaves": []})
+
+
+def test_plot_dendrogram_with_ids_that_are_not_0_to_k(updated):
+    def merged(leaf):  # the merged leaf takes the id of the larger of the two: the other id is gone
+        tree = ClusterTree.from_json(updated[0].to_json())
+        tree.merge_leaf(leaf.id)
+        return tree
+
+    leaves = ClusterTree.from_json(updated[0].to_json()).leaves()
+    tree = next(tree for tree in map(merged, leaves) if sorted(tree.leaf_labels().values()) != [0, 1, 2, 3])
+    labels = sorted(tree.leaf_labels().values())
+    (ax,) = plot_dendrogram(tree).axes
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert sorted(int(t.split()[0]) for t in ticks) == labels
+
+
+def test_save_plots_adds_the_shares_of_an_update(updated, tmp_path):
+    tree, X, report = updated
+    written = save_plots(tree, X, tmp_path, max_points=300, update_report=report)
+    assert written["shares"] == tmp_path / "shares.png" and (tmp_path / "shares.png").read_bytes()[:4] == b"\x89PNG"
+
+
 # ------------------------------------------------------------------------------------------ save_plots
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_save_plots_writes_valid_pngs(trees, dermatology, tmp_path, n_jobs):
@@ -684,6 +752,6 @@ def test_public_names_resolve_lazily_without_importing_matplotlib():
     assert out.stdout.split() == ["False", "False"]
     from lowdens_dask import plots
 
-    for name in ("plot_tree", "plot_node", "plot_dendrogram", "save_plots"):
+    for name in ("plot_tree", "plot_node", "plot_dendrogram", "plot_shares", "save_plots"):
         assert getattr(lowdens_dask, name) is getattr(plots, name)
         assert name in lowdens_dask.__all__

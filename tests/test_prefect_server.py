@@ -1,7 +1,8 @@
 """``lowdens serve`` against a real Prefect server (issue acceptance): a ``prefect server start`` on a free
 localhost port (its SQLite database in a temporary folder, analytics off), the recluster deployment served
 with a cron schedule, the schedule checked through the API, a run triggered, waited for, and read back from
-the runs store; then both processes are stopped."""
+the runs store; then both processes are stopped. With ``--incremental`` (issue 24), two scheduled runs: the
+second updates the first."""
 
 import json
 import os
@@ -157,19 +158,60 @@ def blobs(tmp_path):
     return path, X, y
 
 
+def _serve(argv: list[str], api_url: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """``lowdens serve`` with these arguments, against the server at ``api_url``: (process, log)."""
+    log = tmp_path / "serve.log"
+    env = _env(tmp_path / "serve-home", PREFECT_API_URL=api_url, PREFECT_RUNNER_POLL_FREQUENCY="2")
+    return _start([sys.executable, "-m", "lowdens_pipelines.cli", "serve", *argv], env, tmp_path, log), log
+
+
+def _deployment(client, name: str, serve: subprocess.Popen, failed):
+    """The deployment ``name`` once ``serve`` has registered it with its schedule."""
+    from prefect.exceptions import ObjectNotFound
+
+    deadline = time.monotonic() + DEPLOYMENT_TIMEOUT
+    while True:
+        assert serve.poll() is None, failed("lowdens serve exited")
+        try:
+            deployment = client.read_deployment_by_name(name)
+        except ObjectNotFound:  # until serve has registered it
+            deployment = None
+        if deployment is not None and deployment.schedules:
+            return deployment
+        assert time.monotonic() < deadline, failed(f"no deployment {name}")
+        time.sleep(0.5)
+
+
+def _run(client, deployment, serve: subprocess.Popen, failed, **parameters):
+    """A run of the deployment scheduled for now, as its schedule makes them (``parameters``: any of its own),
+    once the serving process has run it to a final state."""
+    started = time.monotonic()
+    flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+    while True:
+        flow_run = client.read_flow_run(flow_run.id)
+        if flow_run.state is not None and flow_run.state.is_final():
+            break
+        assert serve.poll() is None, failed("lowdens serve exited during the run")
+        assert time.monotonic() - started < RUN_TIMEOUT, failed(
+            f"flow run not done after {RUN_TIMEOUT} s: {flow_run.state!r}"
+        )
+        time.sleep(1)
+    assert flow_run.state.is_completed(), failed(f"flow run {flow_run.state!r}")
+    assert flow_run.deployment_id == deployment.id
+    print(f"served flow run: {time.monotonic() - started:.1f} s from trigger to Completed")
+    return flow_run
+
+
 def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
     from lowdens_pipelines import RunsStore
     from prefect.client.orchestration import get_client
-    from prefect.exceptions import ObjectNotFound
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from sklearn.metrics import adjusted_rand_score
 
     path, X, y = blobs
     store = str(tmp_path / "runs")
-    log = tmp_path / "serve.log"
-    argv = [sys.executable, "-m", "lowdens_pipelines.cli", "serve", path, "--n-clusters", "3", "--store", store]
-    env = _env(tmp_path / "serve-home", PREFECT_API_URL=prefect_server, PREFECT_RUNNER_POLL_FREQUENCY="2")
-    serve = _start([*argv, "--workers", "1", "--cron", CRON, "--name", "nightly"], env, tmp_path, log)
+    argv = [path, "--n-clusters", "3", "--store", store, "--workers", "1", "--cron", CRON, "--name", "nightly"]
+    serve, log = _serve(argv, prefect_server, tmp_path)
 
     def failed(message: str) -> str:
         return f"{message}\n--- lowdens serve (exit status {serve.poll()}) ---\n{_tail(log)}"
@@ -178,17 +220,7 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
         # the test process talks to the server only (no ephemeral server of its own)
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
             assert str(client.api_url).rstrip("/") == prefect_server
-            deadline = time.monotonic() + DEPLOYMENT_TIMEOUT
-            while True:
-                assert serve.poll() is None, failed("lowdens serve exited")
-                try:
-                    deployment = client.read_deployment_by_name("recluster/nightly")
-                except ObjectNotFound:  # until serve has registered it
-                    deployment = None
-                if deployment is not None and deployment.schedules:
-                    break
-                assert time.monotonic() < deadline, failed("no deployment recluster/nightly")
-                time.sleep(0.5)
+            deployment = _deployment(client, "recluster/nightly", serve, failed)
 
             # the schedule and the parameters, as the server has them
             assert [s.schedule.cron for s in deployment.schedules] == [CRON]
@@ -197,23 +229,11 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
             assert parameters["input_path"] == path and parameters["n_clusters"] == 3
             assert parameters["store"] == store and parameters["method"] == "mdh"
             assert parameters["cluster"] == {"cluster_kwargs": {"n_workers": 1}}
+            assert parameters["series"] == "nightly" and parameters["refit_every"] is None  # a full fit each run
 
             # a manual run (scheduled for now): the serving process picks it up and runs the flow
-            started = time.monotonic()
-            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters={"run_id": "served-1"})
-            while True:
-                flow_run = client.read_flow_run(flow_run.id)
-                if flow_run.state is not None and flow_run.state.is_final():
-                    break
-                assert serve.poll() is None, failed("lowdens serve exited during the run")
-                assert time.monotonic() - started < RUN_TIMEOUT, failed(
-                    f"flow run not done after {RUN_TIMEOUT} s: {flow_run.state!r}"
-                )
-                time.sleep(1)
-            assert flow_run.state.is_completed(), failed(f"flow run {flow_run.state!r}")
-            assert flow_run.deployment_id == deployment.id
+            flow_run = _run(client, deployment, serve, failed, run_id="served-1")
             assert flow_run.parameters["run_id"] == "served-1"
-            print(f"served flow run: {time.monotonic() - started:.1f} s from trigger to Completed")
 
             # the result in the Prefect UI: a summary and a table of the cluster sizes (issue 21, point 13)
             artifacts = {a.key: a for a in client.read_artifacts() if a.flow_run_id == flow_run.id}
@@ -233,3 +253,46 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
     assert adjusted_rand_score(y, labels) > 0.99
     assert run.attrs["input"]["path"] == path and run.attrs["params"]["n_clusters"] == 3
     assert [r.run_id for r in RunsStore(store).runs()] == ["served-1"]
+
+
+def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
+    """Issue 24: ``lowdens serve --incremental``; two runs scheduled from the deployment, each after the night's
+    rows were written to the deployment's input: the first fits, the second updates the first (its parent) and
+    keeps its cluster ids."""
+    from lowdens_pipelines import RunsStore
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from sklearn.metrics import adjusted_rand_score
+
+    path, X1, y1 = blobs
+    rng = np.random.default_rng(2)  # night 2: the same three groups, new rows
+    y2 = rng.integers(0, 3, size=6_000)
+    X2 = (rng.normal(size=(6_000, 4)) + np.array([[0, 0, 0, 0], [8, 0, 0, 0], [0, 8, 0, 0]], dtype="f4")[y2]).astype(
+        "f4"
+    )
+    store = str(tmp_path / "runs")
+    argv = [path, "--n-clusters", "3", "--store", store, "--workers", "1", "--cron", CRON, "--name", "nightly"]
+    serve, log = _serve([*argv, "--incremental", "--refit-every", "3"], prefect_server, tmp_path)
+
+    def failed(message: str) -> str:
+        return f"{message}\n--- lowdens serve (exit status {serve.poll()}) ---\n{_tail(log)}"
+
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
+            deployment = _deployment(client, "recluster/nightly", serve, failed)
+            assert deployment.parameters["series"] == "nightly" and deployment.parameters["refit_every"] == 3
+            _run(client, deployment, serve, failed)  # night 1: the rows the fixture wrote
+            zarr.create_array(path, data=X2, chunks=(1_000, 4), overwrite=True)  # night 2's rows
+            _run(client, deployment, serve, failed)
+    finally:
+        _stop(serve)
+
+    second, first = RunsStore(store).runs()  # newest first
+    assert first.parent is None and second.parent == first.run_id
+    assert first.attrs["series"] == second.attrs["series"] == "nightly"
+    assert second.tree.update == 1 and second.attrs["metrics"]["update"]["n_rows"] == 6_000
+    assert second.attrs["params"] == first.attrs["params"] and second.summary.n_rows == 12_000
+    labels = second.labels.compute()
+    assert adjusted_rand_score(y2, labels) > 0.99
+    for k in range(3):  # each group keeps the id it had on night 1
+        assert np.bincount(labels[y2 == k]).argmax() == np.bincount(first.labels.compute()[y1 == k]).argmax()
