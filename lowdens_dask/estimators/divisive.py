@@ -291,6 +291,9 @@ class MDHClustering(_DivisiveClustering):
     significance_level : float, default=0.01
         With ``n_clusters="auto"``: a leaf is split only if its held-out dip test's p-value is below this (a
         level per split, in (0, 1); not MDH's ``alphas``, which bound the hyperplane's offset).
+    decay : float or None, default=None
+        :meth:`partial_fit`: each update first multiplies the weight of the rows seen before by ``1 - decay``
+        (in [0, 1); None keeps their whole weight), so that old data fades.
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
         As for :class:`~lowdens_dask.MDH`, applied at every node.
     mode : {"auto", "exact", "summary"}, default="auto"
@@ -338,7 +341,16 @@ class MDHClustering(_DivisiveClustering):
     timings_ : dict
         Summary mode only: seconds spent in the summarising pass (``"summary_pass"``), growing the tree on the
         microclusters (``"tree"``) and labelling every row (``"label_pass"``; None while the labels of
-        chunked input stay lazy, without ``labels_store``).
+        chunked input stay lazy, without ``labels_store``). After :meth:`partial_fit`: the update's (``"tree"``:
+        updating the tree).
+    summary_ : ClusterSummary
+        Summary mode and :meth:`partial_fit`: the microclusters of every row seen, which updates merge into.
+    update_report_ : dict
+        After :meth:`partial_fit`: what the last update did (:mod:`lowdens_dask.tree.update`): ``update``,
+        ``n_rows``, ``n_clusters_before``, ``n_clusters``, ``nodes`` (each split's ``action``: "kept",
+        "re-pursued", "split" or "merged", with ``rerouted``, ``angle_degrees``, ``threshold_shift``,
+        ``p_value``), ``leaves`` (each cluster id's ``share_before`` and ``share_new``) and ``drift`` (``psi``,
+        ``chi2``, ``dof``, ``p_value``).
     n_nonfinite_ : int
         Rows set aside for NaN/inf.
     n_passes_ : int
@@ -438,7 +450,7 @@ class PDDP(_DivisiveClustering):
         Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean).
     min_size : float, default=1
     force_n_clusters : bool, default=True
-    max_clusters, significance_level
+    max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
@@ -510,7 +522,7 @@ class DePDDP(_DivisiveClustering):
     force_n_clusters : bool, default=True
         As for :class:`~lowdens_dask.MDHClustering`; a leaf with a unimodal projection is then split at
         its mean (PDDP's split).
-    max_clusters, significance_level
+    max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
@@ -591,7 +603,7 @@ class IPDDP(_DivisiveClustering):
         Fraction of the points (total weight) on each side of the projection that no split may cut off.
     min_size : float, default=1
     force_n_clusters : bool, default=True
-    max_clusters, significance_level
+    max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
     mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes

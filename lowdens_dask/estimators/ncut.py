@@ -109,7 +109,7 @@ class NCutClustering(_DivisiveClustering):
     split_index : {"fval", "size"} or callable, default="fval"
         "fval" splits the leaf whose hyperplane has the lowest normalised cut (index ``1 / (1 + ncut)``,
         PPCI's), "size" the largest leaf.
-    min_size, force_n_clusters, max_clusters, significance_level
+    min_size, force_n_clusters, max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     scale, v0, maxiter, ftol, standardize
         As for :class:`NCutH`, applied at every node (``v0`` None or a callable of the node's rows).

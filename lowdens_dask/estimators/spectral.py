@@ -127,7 +127,7 @@ _DIVISIVE_PARAMETERS_DOC = """    n_clusters : int or "auto", default=8
         leaf's points and the other half's dip test along the direction between the two sides' projected
         centres must reject unimodality at ``significance_level``; the balance asked of each split is then that of
         ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
-    max_clusters, significance_level
+    max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     split_index : {"size", "fval"}, default="size"
         Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has

@@ -123,7 +123,7 @@ class MCClustering(_DivisiveClustering):
         "Fdist" (PPCI's default): below 2,000 rows the leaf whose variance ratio is least likely under the
         non-central F distribution of one cluster (:func:`f_distribution_index`), else the largest leaf;
         "fval" the largest variance ratio; "size" the largest leaf.
-    min_size, force_n_clusters, max_clusters, significance_level
+    min_size, force_n_clusters, max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     v0, maxiter, ftol, random_state, standardize
         As for :class:`MCH`, applied at every node (``v0`` None or a callable of the node's rows).

@@ -4,12 +4,15 @@ The tree is walked from the root, each node with the microclusters that now reac
 
 - every split is **re-pursued** from its own rule on the node's points (for ``n_clusters="auto"``, on the same
   random half the grower finds splits on, and tested on the other half, :mod:`lowdens_dask.pursuit.significance`).
-  If the re-pursued split routes at most :data:`KEEP_REROUTED` of the node's weight to the other side than the
-  current rule does, the current rule still lies in the low-density region and is **kept** as it is (so an
-  unchanged distribution moves no hyperplane); otherwise the re-pursued rule replaces it;
-- a split whose re-pursuit is not valid (not significant, for ``"auto"``) and whose current rule is not
-  significant on the held-out half either is **merged** back: the node becomes a leaf, with the cluster id of
-  its largest leaf;
+  The current rule is **kept** as it is (so an unchanged distribution moves no hyperplane) while it still lies
+  in low density and, for ``"auto"``, its held-out dip test is still significant. It lies in low density if the
+  re-pursued split reroutes at most :data:`KEEP_REROUTED` of the node's weight, or if the density at its
+  threshold (along its normal, as a share of the highest density there) exceeds the re-pursued split's by at
+  most :data:`KEEP_DENSITY`: an index that jumps between equally good gaps (dePDDP's lowest minimum, iPDDP's
+  widest gap) keeps its split. A rule with no threshold (SCPP's nearest projected centre) is kept while its
+  held-out dip is within :data:`KEEP_DIP_LOSS` of the re-pursued one's. Otherwise a valid (significant)
+  re-pursued rule replaces it;
+- a split with neither is **merged** back: the node becomes a leaf, with the cluster id of its largest leaf;
 - then every leaf's best split is searched afresh, and leaves whose split is valid (significant) are **split**,
   the largest first, and their children in turn, as the grower does. The child holding most of the leaf's
   old weight (rows seen before this update) keeps its cluster id.
@@ -88,7 +91,8 @@ def update_tree(
     min_size: float,
 ) -> dict:
     """Update ``tree`` in place to ``points`` (the merged summary in the splitter's frame; ``original`` and
-    ``original_spread``: the same points and their spread in the tree's coordinates; ``old_weights``: each point's weight before the update, 0 for new ones).
+    ``original_spread``: the same points and their spread in the tree's coordinates; ``old_weights``: each
+    point's weight before the update, 0 for new ones).
 
     ``grow``: splits may be merged and leaves split (``n_clusters="auto"`` or None), else only splits move;
     ``max_leaves`` caps the leaves; ``level``: the held-out test's significance level (None: the index's
