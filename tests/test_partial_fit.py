@@ -232,6 +232,12 @@ def test_summary_merge_decay_and_bytes():
     assert (back.n_rows, back.n_updates) == (58, 1)
     with pytest.raises(ValueError, match="features"):
         a.merged(ClusterSummary(np.zeros((1, 2)), np.ones(1), np.zeros(1), 1))
+    faded = a  # with decay, microclusters below MIN_DECAYED_WEIGHT rows are dropped: the summary stays bounded
+    for _ in range(60):
+        faded = faded.merged(b, decay=0.1)
+    # b's two microclusters of 4 rows survive while 4 * 0.9**k >= 0.05: k = 0..41
+    assert faded.n_microclusters == 2 * 42 and faded.weights.min() >= 0.05
+    assert a.merged(b, decay=0.0).n_microclusters == 7
 
 
 def _hp(v, b):

@@ -12,6 +12,9 @@ import numpy as np
 
 from .memory import InMemoryData
 
+#: With decay, a microcluster whose weight falls below this many rows is dropped from the summary.
+MIN_DECAYED_WEIGHT = 0.05
+
 
 @dataclass(frozen=True)
 class ClusterSummary:
@@ -59,11 +62,14 @@ class ClusterSummary:
     def merged(self, new: ClusterSummary, decay: float | None = None) -> ClusterSummary:
         """This summary followed by ``new``'s microclusters; with ``decay``, this summary's weights are first
         multiplied by ``1 - decay`` (the weight left to old data), and microclusters whose weight falls below
-        1e-9 of the total are dropped."""
+        :data:`MIN_DECAYED_WEIGHT` rows are dropped: with decay the summary holds the microclusters of a bounded
+        number of updates (about ``log(rows_per_microcluster / MIN_DECAYED_WEIGHT) / -log(1 - decay)``; 57 at
+        decay=0.1 and 20 rows per microcluster). Without it every row seen keeps its weight, and the summary grows
+        as a summary-mode fit of all those rows would."""
         if new.n_features != self.n_features:
             raise ValueError(f"The new rows have {new.n_features} features; the summary has {self.n_features}.")
         weights = self.weights if decay is None else self.weights * (1.0 - decay)
-        keep = weights > 1e-9 * (weights.sum() + new.total_weight)
+        keep = weights >= (0.0 if decay is None else MIN_DECAYED_WEIGHT)
         return ClusterSummary(
             np.concatenate([self.means[keep], new.means]),
             np.concatenate([weights[keep], new.weights]),
