@@ -115,7 +115,9 @@ def drift_report_table(report: dict) -> str:
               fmt(r["threshold_shift"]) if "threshold_shift" in r else "–",
               fmt(r["rerouted"]) if "rerouted" in r else "–", fmt(r.get("p_value", float("nan")))]
              for r in report["nodes"]]  # fmt: skip
-    leaves = [[leaf["label"], leaf["node"], fmt(leaf["share_before"]), fmt(leaf["share_new"])] for leaf in report["leaves"]]
+    leaves = [
+        [leaf["label"], leaf["node"], fmt(leaf["share_before"]), fmt(leaf["share_new"])] for leaf in report["leaves"]
+    ]
     drift = report["drift"]
     return (
         markdown_table(["node", "action", "id", "new id", "angle °", "threshold moved", "rerouted", "p-value"], nodes)
@@ -228,12 +230,25 @@ def main(argv=None):
     body = (
         "## The drift scenario, night by night\n\n"
         "Eight nightly batches of 200,000 rows (d = 16) from six Gaussian components, a seventh making up 8% of each "
-        "batch from night 6; `partial_fit(batch)` with `n_clusters=\"auto\"` each night. Probe: 1,000 fixed rows of "
+        'batch from night 6; `partial_fit(batch)` with `n_clusters="auto"` each night. Probe: 1,000 fixed rows of '
         "each of the six components, and 1,000 of the seventh. *kept*: probe rows of the six with the previous "
         "night's id; *new: top id share*: the share of the seventh's probe rows with their most common id; *old "
         "rows with it*: the share of the six's probe rows with that id; ARI over both probes against the truth.\n\n"
-        + markdown_table(["run", "night", "clusters", "kept", "new: top id share", "old rows with it", "ARI",
-                          "splits", "PSI", "partial_fit s"], night_rows)  # fmt: skip
+        + markdown_table(
+            [
+                "run",
+                "night",
+                "clusters",
+                "kept",
+                "new: top id share",
+                "old rows with it",
+                "ARI",
+                "splits",
+                "PSI",
+                "partial_fit s",
+            ],
+            night_rows,
+        )
         + "\n\n## Acceptance checks\n\n"
         + markdown_table(["run", "check", "result"], check_rows)
         + "\n\n## Cost: night 8's partial_fit against a summary-mode fit of all eight batches\n\n"
@@ -243,8 +258,10 @@ def main(argv=None):
         + markdown_table(["method", "rows", "clusters (updated)", "clusters (refit)", "ARI", "≥ 0.95"], equivalent)
         + "\n\n## An update against a refit, by rows seen (eight equal batches, float32, in memory)\n\n"
         f"Medians of {args.repeats} runs at 10⁶ rows, one run at 10⁷.\n\n"
-        + markdown_table(["method", "rows seen", "batch rows", "microclusters kept", "update s", "refit s",
-                          "update / refit"], scale_rows)  # fmt: skip
+        + markdown_table(
+            ["method", "rows seen", "batch rows", "microclusters kept", "update s", "refit s", "update / refit"],
+            scale_rows,
+        )
         + "\n\n## The drift report of night 6 (the seventh component appears)\n\n"
         + "\n".join(f"### {method}\n\n{drift_report_table(report)}" for method, report in night6.items())
         + "\n\nThe full report of each night is `update_report_`; as JSON, night 6 of the first method:\n\n```json\n"

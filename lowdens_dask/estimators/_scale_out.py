@@ -306,7 +306,9 @@ def check_n_features(est, X) -> None:
     shape = getattr(X, "shape", None) if not isinstance(X, (str, os.PathLike)) else None
     n = as_dask_array(X, storage_options=est.storage_options).shape[1] if shape is None else shape[-1]
     if n != est.n_features_in_:
-        raise ValueError(f"X has {n} features, but {type(est).__name__} is expecting {est.n_features_in_} features as input.")
+        raise ValueError(
+            f"X has {n} features, but {type(est).__name__} is expecting {est.n_features_in_} features as input."
+        )
 
 
 def update_in_summary_mode(est, X, update_tree, route):

@@ -13,24 +13,23 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._warnings import warn
-from ..backend import as_dask_array
+from ..backend import InMemoryData, as_dask_array
+from ..backend.cluster_summary import ClusterSummary
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..pursuit.significance import SplitTest
-from ..backend import InMemoryData
-from ..backend.cluster_summary import ClusterSummary
 from ..tree.grower import HyperplaneSplitter, grow_tree
 from ..tree.update import update_tree
 from ._base import TreeFitMixin
 from ._progress import progress_bar
 from ._scale_out import (
+    check_n_features,
     check_scale_out_params,
     fit_exact_chunked,
     fit_in_summary_mode,
     is_chunked_input,
     max_node_bytes,
     route_rows,
-    check_n_features,
     update_in_summary_mode,
     use_summary_mode,
 )
@@ -108,11 +107,11 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
 
         The first call fits X in summary mode (whatever ``mode`` says). Each later call summarises only X's rows
         (one pass), merges them into ``summary_`` (with ``decay``, the rows seen before keep ``1 - decay`` of
-        their weight) and updates ``tree_`` on the merged summary (:mod:`lowdens_dask.tree.update`): each split
-        is re-pursued from its hyperplane and kept as it is while it still lies in low density (reroutes at most
-        :data:`~lowdens_dask.tree.update.KEEP_REROUTED` of its node's weight); with ``n_clusters="auto"`` (or
-        None) a split that is no longer significant (valid) is merged back and a leaf whose best split has
-        become significant is split; with an integer ``n_clusters`` only the hyperplanes move. Cluster ids are
+        their weight) and updates ``tree_`` on the merged summary (:mod:`lowdens_dask.tree.update` has the
+        rules): each split is re-pursued from its hyperplane, and kept as it is while it still lies in low density
+        and, for ``n_clusters="auto"``, is still significant on held-out microclusters; with ``"auto"`` (or None)
+        a split that is no longer significant (valid) is merged back and a leaf whose best split has become
+        significant is split; with an integer ``n_clusters`` only the hyperplanes move. Cluster ids are
         stable: an unchanged leaf keeps its id, a split leaf's id goes to the child with most of its old
         weight, a merged leaf takes the id of its largest leaf, and ids are never reused, so ids need not be
         0..K-1. ``labels_`` are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and

@@ -289,5 +289,10 @@ def _shares(tree: ClusterTree, leaf_points: dict, old_weights: np.ndarray, new_w
             {"label": int(labels[leaf]), "node": int(leaf), "share_before": float(pb), "share_new": float(pn)}
             for leaf, pb, pn in zip(leaves, p_before, p_new)
         ],
-        "drift": {"psi": psi, "chi2": chi2, "dof": dof, "p_value": float(chi2_distribution.sf(chi2, dof)) if dof else 1.0},
+        "drift": {
+            "psi": psi,
+            "chi2": chi2,
+            "dof": dof,
+            "p_value": float(chi2_distribution.sf(chi2, dof)) if dof else 1.0,
+        },
     }
