@@ -17,6 +17,9 @@ LocalCluster of that many single-thread worker processes):
 - peak RSS summed over the client, the scheduler and the workers, sampled every 0.2 s;
 - the number of full passes over the data (zarr chunk reads / number of chunks);
 - ARI against the truth;
+- with 1 and 2 workers among ``--workers``, the serial part: Amdahl's T(p) = s + P / p fitted to the two fit times
+  (s = 2 T2 - T1) and the parallel efficiency it predicts at 16 and 64 workers, beside the client-side tree time
+  and the fit's wall time not covered by worker tasks;
 - with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
     python benchmarks/scale.py [--method mdh] [--param NAME=VALUE ...] [--n 1e6,1e7] [--workers 2] [--peers]
@@ -86,6 +89,22 @@ def passes(task_stream, n_chunks: int) -> float:
     return reads / n_chunks
 
 
+def busy_seconds(task_stream) -> float:
+    """Seconds the workers spent running tasks (compute, transfer and disk intervals of the task stream)."""
+    return sum(span["stop"] - span["start"] for t in task_stream for span in t.get("startstops", ()))
+
+
+def amdahl(t1: float, t2: float) -> tuple[float, float]:
+    """The serial and parallel seconds of T(p) = s + P / p fitted to the 1- and 2-worker times: s = 2 T2 - T1,
+    P = 2 (T1 - T2)."""
+    return 2.0 * t2 - t1, 2.0 * (t1 - t2)
+
+
+def efficiency(serial: float, parallel: float, workers: int) -> float:
+    """Amdahl's parallel efficiency T1 / (p T(p)) at ``workers``."""
+    return (serial + parallel) / (workers * serial + parallel)
+
+
 def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator) -> dict:
     """Time one plain pass and the fit over the zarr mixture at ``path`` on the client's cluster."""
     n_chunks = -(-n // CHUNK)
@@ -119,6 +138,9 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
         "repeats": repeats,
         "peak_rss_gb": rss.peak / 1e9,
         "passes": passes(ts.data, n_chunks),
+        # wall time of the first fit not covered by the workers' tasks, spread over the workers: client-side work
+        # (graph construction, the tree) and waiting on stragglers
+        "idle_s": fits[0] - busy_seconds(ts.data) / len(client.scheduler_info()["workers"]),
         "ari": adjusted_rand_score(y_true, labels),
         "leaves": model.n_clusters_,
         "microclusters": model.n_microclusters_,
@@ -227,6 +249,25 @@ def main(argv=None):
         "`(X @ v).sum()` over the same array in the same cluster. Peers run once.\n\n"
         + markdown_table(header, rows)
     ]
+    serial_rows = []
+    for n in sizes:
+        by_workers = {r["workers"]: r for r in results if r["n"] == n}
+        if 1 in by_workers and 2 in by_workers:
+            t1, t2 = by_workers[1]["fit_s"], by_workers[2]["fit_s"]
+            s_, p_ = amdahl(t1, t2)
+            serial_rows.append([f"{n:.0e}", fmt(t1, 2), fmt(t2, 2), fmt(s_, 2), fmt(p_, 2),
+                                fmt(by_workers[2]["tree_s"], 2), fmt(by_workers[2]["idle_s"], 2),
+                                fmt(efficiency(s_, p_, 16)), fmt(efficiency(s_, p_, 64))])  # fmt: skip
+    if serial_rows:
+        parts.append(
+            "## Serial part (Amdahl, from the 1- and 2-worker fits)\n\nT(p) = s + P / p fitted to the two fits: s = 2 T2 "
+            "- T1, P = 2 (T1 - T2); efficiency at p workers T1 / (p T(p)). Beside it, the client-side tree "
+            "(`timings_[\"tree\"]`) and the 2-worker fit's wall time not covered by worker tasks (task stream busy "
+            "seconds / workers subtracted).\n\n"
+            + markdown_table(["n", "T1 (s)", "T2 (s)", "serial s (s)", "parallel P (s)", "tree, 2 workers (s)",
+                              "not covered by tasks, 2 workers (s)", "efficiency at 16", "efficiency at 64"],
+                             serial_rows)  # fmt: skip
+        )
     for workers in worker_counts:
         mine = [r for r in results if r["workers"] == workers]
         if len(mine) > 1:
