@@ -41,6 +41,8 @@ DEMO_OUT = "./lowdens-demo"
 METHOD_NAMES = ("mdh", "ncut", "mc", "pddp", "depddp", "ipddp", "scpp", "lmsc", "msc", "svm-relabel")
 #: Input up to this size is fitted in this process (Dask's threaded scheduler); larger input on a Dask cluster.
 IN_PROCESS_MAX_BYTES = 2 * 2**30
+#: Exit status when stdout's reader closed the pipe (128 + SIGPIPE, as a shell reports a process killed by it).
+BROKEN_PIPE = 141
 #: ``lowdens serve --incremental``: a full fit every this many runs (a week of nightly runs) by default.
 REFIT_EVERY = 7
 
@@ -629,8 +631,15 @@ def _method_params(args) -> int:
     estimator = METHODS[args.method].clustering()
     print(f"{type(estimator).__name__} (--method {args.method}); set with --param NAME=VALUE:")
     for name, value in sorted(estimator.get_params().items()):
-        print(f"  {name}={json.dumps(value) if isinstance(value, (str, bool, type(None))) else value!r}")
+        print(f"  {name}={_as_param(value)}")
     return 0
+
+
+def _as_param(value) -> str:
+    """A parameter's value as ``--param`` takes it: text as it is, None and booleans as JSON, numbers as written."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, (bool, type(None))) else repr(value)
 
 
 def _serve(args) -> int:
@@ -732,7 +741,8 @@ def _interrupt_once(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one ``lowdens`` command; returns the exit status (0, 1 failure, 2 bad input, 130 interrupted)."""
+    """Run one ``lowdens`` command; returns the exit status (0, 1 failure, 2 bad input, 130 interrupted, 141 output
+    pipe closed)."""
     import logging
     import signal
 
@@ -750,6 +760,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lowdens: interrupted", file=sys.stderr, flush=True)
         return 130
+    except BrokenPipeError:  # the reader of the output went away (lowdens runs list | head): stop quietly
+        return BROKEN_PIPE
     except (ValueError, KeyError, TypeError, OSError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"lowdens: error: {message}", file=sys.stderr)
@@ -767,6 +779,8 @@ def run() -> None:
     """The console script: :func:`main`, then exit; after Ctrl-C at once, without waiting for the threads of
     work that was cut short (the run was already cleaned up)."""
     status = main()
+    if status == BROKEN_PIPE:  # what is left in stdout's buffer has no reader: exit without flushing it
+        os._exit(status)
     if status == 130:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -325,7 +325,9 @@ def test_help_lists_the_methods_and_how_to_set_their_parameters(capsys):
     assert "no server" not in capsys.readouterr().out
     assert main(["params", "ncut"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("NCutClustering (--method ncut)") and "  min_size=" in out and "  mode=" in out
+    assert out.startswith("NCutClustering (--method ncut)") and "  min_size=1\n" in out
+    # values as --param takes them (a quoted 'null' or '"auto"' was shown before)
+    assert "  mode=auto\n" in out and "  random_state=null\n" in out and "  force_n_clusters=true\n" in out
 
 
 def test_version(capsys):
@@ -336,3 +338,19 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"lowdens {version('lowdens-dask')}"
+
+
+def test_a_closed_output_pipe_stops_quietly(monkeypatch, capsys):
+    """``lowdens params mdh | head -3``: the reader closes the pipe; no error message, the status a shell gives."""
+    from lowdens_pipelines.cli import BROKEN_PIPE, main
+
+    class ClosedPipe:
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["params", "mdh"]) == BROKEN_PIPE == 141
+    assert capsys.readouterr().err == ""
