@@ -270,3 +270,54 @@ def test_stable_labels_follow_splits_merges_and_prunes():
     np.testing.assert_array_equal(back.predict(X), [tree.leaf_labels()[7], tree.leaf_labels()[8]])
     linkage = back.to_linkage()
     assert linkage.shape == (1, 4)
+
+
+def test_a_re_pursued_split_keeps_its_sides():
+    """A re-pursuit that returns the normal -v must not swap the children, and so the ids (update_tree)."""
+    from lowdens_dask.backend import InMemoryData
+    from lowdens_dask.tree.rules import HyperplaneRule
+    from lowdens_dask.tree.update import Candidate, update_tree
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(500, 2)), rng.normal(size=(500, 2)) + [10.0, 0.0]])
+    tree = ClusterTree(2)
+    tree.add_split(0, "mdh", _hp([1.0, 0.0], 1.5), (500.0, 500.0))  # in cluster 0's tail: not in low density
+    tree.stabilise_labels()
+    assert np.mean(tree.predict(X) == np.repeat([0, 1], 500)) > 0.95  # id 0 for cluster 0, id 1 for cluster 1
+
+    class Flipped:  # the midpoint between the clusters, found as -x >= -5
+        method = "mdh"
+
+        def find(self, points, node, start):
+            return Candidate(HyperplaneRule([-1.0, 0.0], -5.0), {}, {}, True)
+
+        def held_out(self, points, node, rule):
+            return {"dip": 0.2, "p_value": 0.0, "n_test": 500.0}
+
+    weights = np.ones(len(X))
+    report = update_tree(
+        tree, InMemoryData(X, weights, np.zeros(len(X))), X, np.zeros(len(X)), weights, Flipped(),
+        grow=False, max_leaves=None, level=None, min_size=1.0,
+    )  # fmt: skip
+    assert report["nodes"][0]["action"] == "re-pursued" and report["nodes"][0]["angle_degrees"] < 1e-6
+    assert np.array_equal(tree.predict(X), np.repeat([0, 1], 500))  # each cluster whole, with the id it had
+    assert tree.root.v @ [1.0, 0.0] > 0 and tree.root.b == 5.0
+
+
+@pytest.mark.parametrize("cls", [DePDDP, IPDDP])
+def test_a_split_in_one_of_several_gaps_is_kept(cls):
+    """dePDDP's lowest minimum and iPDDP's widest gap jump between the equally good gaps of separated clusters: the
+    current split still lies in low density, so it is kept and the ids stay (tree/update.py's KEEP_DENSITY)."""
+    centres = np.random.default_rng(7).normal(size=(6, 16)) * 12 / np.sqrt(2)
+
+    def batch(number, n=50_000):
+        rng = np.random.default_rng([0, number])
+        return centres[rng.integers(0, 6, n)] + rng.normal(size=(n, 16))
+
+    probe = batch(99, 6000)
+    est = cls(n_clusters="auto", random_state=0)
+    est.partial_fit(batch(1))
+    before = est.predict(probe)
+    for number in (2, 3):
+        est.partial_fit(batch(number))
+        assert np.mean(est.predict(probe) == before) >= 0.99
