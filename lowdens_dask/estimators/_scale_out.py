@@ -206,21 +206,31 @@ def fit_small_input(est, arr: da.Array, chunked: bool, fit_rows, route, summary:
     fit_rows(rows, weights)
     grown = time.perf_counter()
     est.n_nonfinite_ = n_nonfinite
-    labels = route(arr)
-    est.labels_ = store_labels(est, labels) if chunked else labels.compute()
     if summary:
         est.n_microclusters_ = rows.shape[0]
         est.summary_ = rows_summary(rows, weights, arr.shape[0])
+    label_rows(est, arr, chunked, route, (start, read, grown) if summary else None)
+    return est
+
+
+def label_rows(est, arr: da.Array, chunked: bool, route, times=None, counter: PassCounter | None = None) -> None:
+    """The last step of a fit or an update: ``route(arr)`` every row to ``labels_`` (lazy, or written to
+    ``labels_store``, for ``chunked`` input; computed for in-memory input), ``timings_`` from ``times`` (the
+    starts of the summarising pass, the tree and the label pass; summary mode) and the passes (``counter``'s,
+    with the summarising pass and the labels written added)."""
+    labels = route(arr)
+    est.labels_ = store_labels(est, labels) if chunked else labels.compute()
+    if times is not None:
+        start, summarised, grown = times
         computed = not chunked or est.labels_store is not None
         est.timings_ = {
-            "summary_pass": read - start,
-            "tree": grown - read,
+            "summary_pass": summarised - start,
+            "tree": grown - summarised,
             "label_pass": time.perf_counter() - grown if computed else None,
         }
-    counter = PassCounter()
-    counter.add(1 + (est.labels_store is not None and chunked))  # the rows read; the labels written
+    counter = PassCounter() if counter is None else counter
+    counter.add(1 + (est.labels_store is not None and chunked))  # the rows read or summarised; the labels written
     record_passes(est, counter)
-    return est
 
 
 #: Codec of the labels written to ``labels_store``: few distinct small integers compress well bit-shuffled, and
@@ -269,17 +279,7 @@ def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
     est.n_microclusters_ = summary.data.n_samples
     est.n_nonfinite_ = summary.n_nonfinite
     est.summary_ = ClusterSummary.from_data(summary.data, summary.n_rows)
-    labels = route(arr)
-    computed = not is_chunked_input(X) or est.labels_store is not None
-    est.labels_ = store_labels(est, labels) if is_chunked_input(X) else labels.compute()
-    est.timings_ = {
-        "summary_pass": summarised - start,
-        "tree": grown - summarised,
-        "label_pass": time.perf_counter() - grown if computed else None,
-    }
-    counter = PassCounter() if rows is None else rows.counter
-    counter.add(1 + (est.labels_store is not None and is_chunked_input(X)))  # the summary; the labels written
-    record_passes(est, counter)
+    label_rows(est, arr, is_chunked_input(X), route, (start, summarised, grown), None if rows is None else rows.counter)
     return est
 
 
@@ -338,18 +338,8 @@ def update_in_summary_mode(est, X, update_tree, route):
     est.n_microclusters_ = merged.n_microclusters
     est.n_clusters_ = est.tree_.n_leaves
     est.n_nonfinite_ = n_nonfinite
-    chunked = is_chunked_input(X)
-    est.labels_ = store_labels(est, route(arr)) if chunked else route(arr).compute()
-    computed = not chunked or est.labels_store is not None
-    est.timings_ = {
-        "summary_pass": summarised - start,
-        "tree": grown - summarised,
-        "label_pass": time.perf_counter() - grown if computed else None,
-    }
     est.update_report_ = {"n_rows": new.n_rows, "decay": getattr(est, "decay", None), **report}
-    counter = PassCounter()
-    counter.add(1 + (est.labels_store is not None and chunked))
-    record_passes(est, counter)
+    label_rows(est, arr, is_chunked_input(X), route, (start, summarised, grown))
     return est
 
 
