@@ -6,10 +6,10 @@ as ``(n_clusters=16, random_state=0, labels_store=...)`` at its other defaults; 
 
 Data: a float32 mixture of K = 16 Gaussians in d = 32 (centres ~ N(0, 3^2 I), identity covariances,
 weights ~ Dirichlet(2 * 1), seed 0), generated chunk by chunk into a local zarr store (zstd,
-125 000-row chunks) so it is never whole in memory. For each n and each number of workers (``--workers``; a
+125 000-row chunks, or ``--chunk`` rows) so it is never whole in memory. For each n and each number of workers (``--workers``; a
 LocalCluster of that many single-thread worker processes):
 
-- the end-to-end fit (zarr in, labels written to zarr) after the cluster has started and the kernels
+- the end-to-end fit (zarr in, labels written to zarr and read back as ``labels_``) after the cluster has started and the kernels
   are compiled (start-up reported separately), against one plain Dask pass ``(X @ v).sum()`` over the
   same array measured in the same run;
 - the fit's steps, from the estimator's ``timings_``: pass 1 (the summarising pass), the tree grown on the
@@ -22,7 +22,7 @@ LocalCluster of that many single-thread worker processes):
   and the fit's wall time not covered by worker tasks;
 - with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
-    python benchmarks/scale.py [--method mdh] [--param NAME=VALUE ...] [--n 1e6,1e7] [--workers 2] [--peers]
+    python benchmarks/scale.py [--method mdh] [--param NAME=VALUE ...] [--n 1e6,1e7] [--workers 2] [--chunk 125000] [--peers]
                                [--workdir DIR] [--output FILE]
 
 The default output is ``benchmarks/results/scale.md`` for mdh and ``benchmarks/results/scale-<method>.md``
@@ -67,15 +67,20 @@ PEERS_MAX_N = 10**7
 STEPS = ("summary_pass", "tree", "label_pass")
 
 
-def generate(path: Path, n: int, seed: int = 0) -> None:
-    """Write X (n, 32) float32 and the true labels y, chunk by chunk."""
+def generate(path: Path, n: int, seed: int = 0, chunk: int = CHUNK) -> None:
+    """Write X (n, 32) float32 and the true labels y, chunk by chunk (the rows do not depend on ``chunk``).
+    A store already at ``path`` with that shape and chunking is kept."""
+    if (path / "X").exists():
+        X = zarr.open_array(str(path / "X"), mode="r")
+        if X.shape == (n, D) and X.chunks == (chunk, D) and (path / "y").exists():
+            return
     rng = np.random.default_rng(seed)
     centres = rng.normal(scale=3.0, size=(K, D))
     weights = rng.dirichlet(2.0 * np.ones(K))
     group = zarr.open_group(str(path), mode="w")
     codec = zarr.codecs.ZstdCodec(level=1)
-    X = group.create_array("X", shape=(n, D), chunks=(CHUNK, D), dtype="f4", compressors=[codec])
-    y = group.create_array("y", shape=(n,), chunks=(CHUNK,), dtype="i2", compressors=[codec])
+    X = group.create_array("X", shape=(n, D), chunks=(chunk, D), dtype="f4", compressors=[codec])
+    y = group.create_array("y", shape=(n,), chunks=(chunk,), dtype="i2", compressors=[codec])
     for start in range(0, n, CHUNK):
         m = min(CHUNK, n - start)
         chunk_rng = np.random.default_rng([seed, start])
@@ -106,9 +111,10 @@ def efficiency(serial: float, parallel: float, workers: int) -> float:
 
 
 def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator) -> dict:
-    """Time one plain pass and the fit over the zarr mixture at ``path`` on the client's cluster."""
-    n_chunks = -(-n // CHUNK)
+    """Time one plain pass and the fit (labels written, then read back) over the zarr mixture at ``path`` on the
+    client's cluster."""
     X = da.from_zarr(str(path / "X"))
+    n_chunks = X.numblocks[0]
     v = np.random.default_rng(1).normal(size=D).astype("f4")
     repeats = FIT_REPEATS if n <= REPEAT_MAX_N else 1
     plain = []
@@ -123,6 +129,7 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
         with PeakRSS() as rss_r, get_task_stream(client) as ts_r:
             t = time.perf_counter()
             model = estimator(n_clusters=K, random_state=0, labels_store=str(labels_path)).fit(str(path / "X"))
+            np.asarray(model.labels_)
             fits.append(time.perf_counter() - t)
         steps.append(model.timings_)
         if r == 0:
@@ -133,6 +140,7 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
         "n": n,
         "workers": len(client.scheduler_info()["workers"]),
         "plain_pass_s": statistics.median(plain),
+        "chunk": X.chunks[0][0],
         "fit_s": statistics.median(fits),
         **{f"{step}_s": statistics.median(run[step] for run in steps) for step in STEPS},
         "repeats": repeats,
@@ -187,8 +195,9 @@ def main(argv=None):
     parser.add_argument("--n", default="1e6,1e7")
     parser.add_argument("--workers", default="2",
                         help="comma-separated numbers of single-thread worker processes, e.g. 1,2 (default 2)")
+    parser.add_argument("--chunk", type=int, default=CHUNK, help=f"rows per zarr chunk (default {CHUNK})")
     parser.add_argument("--peers", action="store_true")
-    parser.add_argument("--workdir", default=None)
+    parser.add_argument("--workdir", default=None, help="where the mixtures are written (and kept, when given)")
     parser.add_argument("--output", default=None,
                         help="default: benchmarks/results/scale.md for mdh, scale-<method>.md otherwise")
     args = parser.parse_args(argv)
@@ -213,9 +222,9 @@ def main(argv=None):
 
     results, startups = [], []
     for n in sizes:
-        path = workdir / f"mixture_{n}.zarr"
+        path = workdir / f"mixture_{n}_{args.chunk}.zarr"
         t = time.perf_counter()
-        generate(path, n)
+        generate(path, n, chunk=args.chunk)
         print(f"n = {n:.0e}: generated in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         for workers in worker_counts:
             cluster, client, startup, compile_time = start_cluster(workers, workdir, estimator)
@@ -226,16 +235,17 @@ def main(argv=None):
                 client.close()
                 cluster.close()
             print(results[-1], file=sys.stderr)
-        shutil.rmtree(path, ignore_errors=True)
+        if args.workdir is None:
+            shutil.rmtree(path, ignore_errors=True)
 
-    header = ["n", "workers", "microclusters", "leaves", "runs", "fit end to end (s)", "one pass (s)",
+    header = ["n", "chunk", "workers", "microclusters", "leaves", "runs", "fit end to end (s)", "one pass (s)",
               "fit / pass", "pass 1 (s)", "tree (s)", "pass 2 (s)", "pass 1 / pass", "tree / pass", "pass 2 / pass",
-              "peak RSS (GB)", "passes", "ARI"]
-    rows = [[f"{r['n']:.0e}", r["workers"], r["microclusters"], r["leaves"], r["repeats"], fmt(r["fit_s"], 2),
+              "peak RSS (GB)", "passes", "ARI", "not covered by tasks (s)"]
+    rows = [[f"{r['n']:.0e}", r["chunk"], r["workers"], r["microclusters"], r["leaves"], r["repeats"], fmt(r["fit_s"], 2),
              fmt(r["plain_pass_s"], 2), fmt(r["fit_s"] / r["plain_pass_s"], 2)]
             + [fmt(r[f"{step}_s"], 2) for step in STEPS]
             + [fmt(r[f"{step}_s"] / r["plain_pass_s"], 2) for step in STEPS]
-            + [fmt(r["peak_rss_gb"], 2), fmt(r["passes"], 2), fmt(r["ari"])] for r in results]
+            + [fmt(r["peak_rss_gb"], 2), fmt(r["passes"], 2), fmt(r["ari"]), fmt(r["idle_s"], 2)] for r in results]
     start_text = "; ".join(f"{w} workers: start-up {s:.1f} s, warm-up {c:.1f} s" for w, s, c in startups[: len(worker_counts)])
     parts = [
         f"Estimator: `{estimator.__name__}(n_clusters={K}, random_state=0, labels_store=...)` "
@@ -255,7 +265,9 @@ def main(argv=None):
         if 1 in by_workers and 2 in by_workers:
             t1, t2 = by_workers[1]["fit_s"], by_workers[2]["fit_s"]
             s_, p_ = amdahl(t1, t2)
+            pass_s, pass_p = amdahl(by_workers[1]["plain_pass_s"], by_workers[2]["plain_pass_s"])
             serial_rows.append([f"{n:.0e}", fmt(t1, 2), fmt(t2, 2), fmt(s_, 2), fmt(p_, 2),
+                                fmt(pass_s, 2), fmt(efficiency(pass_s, pass_p, 16)),
                                 fmt(by_workers[2]["tree_s"], 2), fmt(by_workers[2]["idle_s"], 2),
                                 fmt(efficiency(s_, p_, 16)), fmt(efficiency(s_, p_, 64))])  # fmt: skip
     if serial_rows:
@@ -263,8 +275,11 @@ def main(argv=None):
             "## Serial part (Amdahl, from the 1- and 2-worker fits)\n\nT(p) = s + P / p fitted to the two fits: s = 2 T2 "
             "- T1, P = 2 (T1 - T2); efficiency at p workers T1 / (p T(p)). Beside it, the client-side tree "
             "(`timings_[\"tree\"]`) and the 2-worker fit's wall time not covered by worker tasks (task stream busy "
-            "seconds / workers subtracted).\n\n"
-            + markdown_table(["n", "T1 (s)", "T2 (s)", "serial s (s)", "parallel P (s)", "tree, 2 workers (s)",
+            "seconds / workers subtracted). The same fit to the plain pass's 1- and 2-worker times gives the serial "
+            "part of a pass with no client-side work at all (on a 2-core machine, the workers share the cores with "
+            "the scheduler and the client).\n\n"
+            + markdown_table(["n", "T1 (s)", "T2 (s)", "serial s (s)", "parallel P (s)", "plain pass: serial s (s)",
+                              "plain pass: efficiency at 16", "tree, 2 workers (s)",
                               "not covered by tasks, 2 workers (s)", "efficiency at 16", "efficiency at 64"],
                              serial_rows)  # fmt: skip
         )
@@ -287,7 +302,8 @@ def main(argv=None):
     path = write_markdown(output, f"Scale-out: {estimator.__name__}, summary mode from zarr", command_line(), body)
     print(body)
     print(f"written to {path}", file=sys.stderr)
-    shutil.rmtree(workdir, ignore_errors=True)
+    if args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

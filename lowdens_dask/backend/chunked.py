@@ -21,7 +21,7 @@ import dask.array as da
 import numpy as np
 from scipy.linalg import eigh
 
-from ..kernels.summaries import microclusters
+from ..kernels.summaries import merge_microclusters, microclusters
 from .memory import InMemoryData
 from .workers import compute
 from .zarr_input import ChunkReadError, as_dask_array  # noqa: F401 (their home before zarr_input.py)
@@ -66,7 +66,8 @@ class Summary(NamedTuple):
     representatives: np.ndarray | None = None
 
 
-def _chunk_microclusters(x: np.ndarray, rows_per_microcluster: float, max_per_chunk: int, seed: int):
+def _chunk_microclusters(rows_per_microcluster: float, max_per_chunk: int, seed: int, *blocks: np.ndarray):
+    x = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     n = x.shape[0]
     n_nonfinite = 0
     if not np.isfinite(x.sum()):  # a NaN or inf makes the sum so (an overflow of finite values only may)
@@ -86,11 +87,40 @@ def _concat_summaries(*parts):
     )
 
 
+#: A partial summary (of a share s of the rows) is merged down to ``max(MIN_PART_BUDGET, 2 s budget)``
+#: microclusters in the tree reduction, and the whole to ``budget``: each merge has a few times as many
+#: microclusters as it keeps, so its cost stays that of a few products of their means, wherever it happens.
+MIN_PART_BUDGET = 256
+
+
+def _merge_summaries(n_rows: int, budget: int | None, seed: int, *parts):
+    """Chunk summaries combined: arrays concatenated, counts added, and (with a ``budget``) the microclusters
+    merged down to the part's share of it (:data:`MIN_PART_BUDGET`, :func:`merge_microclusters`)."""
+    counts, means, spread, representatives, rows, nonfinite = _concat_summaries(*parts)
+    if budget is not None:
+        cap = budget if rows >= n_rows else max(MIN_PART_BUDGET, int(np.ceil(2 * budget * rows / n_rows)))
+        if counts.size > cap:
+            counts, means, spread, nearest = merge_microclusters(counts, means, spread, cap, seed + rows)
+            representatives = representatives[nearest]
+    return counts, means, spread, representatives, rows, nonfinite
+
+
 #: Summary mode reads row chunks smaller than ``rows_per_microcluster * max_per_chunk`` rows in groups of
 #: consecutive chunks of at least that many rows (and of at most this many bytes, or the largest chunk's):
 #: a chunk of fewer than about twice ``rows_per_microcluster`` rows gets one or two microclusters, which then
-#: average rows of different clusters (a microcluster between two groups, that no row lies near).
+#: average rows of different clusters (a microcluster between two groups, that no row lies near). With a
+#: microcluster budget, chunks are grouped up to ``SUMMARY_BLOCK_ROWS`` rows too, while at least twice the
+#: budget's microclusters are left: each task's k-means then costs a small share of its reading time.
 SUMMARY_BLOCK_BYTES = 32 * 2**20
+SUMMARY_BLOCK_ROWS = 100_000
+
+
+def summary_min_rows(n_rows: int, rows_per_microcluster: float, max_per_chunk: int, budget: int | None) -> int:
+    """Fewest rows a task of the summarising pass summarises (see :data:`SUMMARY_BLOCK_ROWS`)."""
+    least = int(np.ceil(rows_per_microcluster * max_per_chunk))
+    if budget is None:
+        return least
+    return max(least, min(SUMMARY_BLOCK_ROWS, int(n_rows * max_per_chunk / (2 * budget))))
 
 
 def summary_blocks(chunks: Sequence[int], min_rows: int, row_bytes: int) -> tuple[int, ...]:
@@ -129,23 +159,33 @@ class ChunkedData:
         self.n_samples, self.n_features = X.shape
         self._token = dask.base.tokenize(X)[:8]
 
-    def summarise(self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0) -> Summary:
+    def summarise(
+        self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0, budget: int | None = None
+    ) -> Summary:
         """One pass: chunk-local k-means microclusters, each with its member row nearest to its mean, and a count
-        of rows with NaN/inf.
+        of rows with NaN/inf; with a ``budget``, at most that many microclusters, merged on the workers.
 
-        Each chunk gets ``min(ceil(rows / rows_per_microcluster), max_per_chunk)`` microclusters; chunks below
-        ``rows_per_microcluster * max_per_chunk`` rows are summarised in groups (:func:`summary_blocks`).
+        Each task gets ``min(ceil(rows / rows_per_microcluster), max_per_chunk)`` microclusters of one chunk or of
+        a group of consecutive chunks (:func:`summary_min_rows`, :func:`summary_blocks`), read by the task itself.
+        The tree reduction that combines the tasks' summaries merges them down to the budget
+        (:func:`_merge_summaries`).
         """
-        rows = summary_blocks(
-            self.X.chunks[0], int(np.ceil(rows_per_microcluster * max_per_chunk)), self.n_features * self.X.itemsize
-        )
-        X = self.X if rows == self.X.chunks[0] else self.X.rechunk({0: rows})
-        rng = np.random.default_rng(seed)
-        seeds = rng.integers(0, 2**31 - 1, size=X.numblocks[0])
-        blocks = X.to_delayed().ravel()
-        chunks = [(block, rows_per_microcluster, max_per_chunk, int(s)) for block, s in zip(blocks, seeds)]
+        chunks = self.X.chunks[0]
+        min_rows = summary_min_rows(sum(chunks), rows_per_microcluster, max_per_chunk, budget)
+        groups = summary_blocks(chunks, min_rows, self.n_features * self.X.itemsize)
+        blocks = self.X.to_delayed().ravel()
+        seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(groups))
+        tasks, first = [], 0
+        for rows, s in zip(groups, seeds):
+            last, covered = first, 0
+            while covered < rows:  # groups are unions of consecutive chunks (a chunk larger than a group: itself)
+                covered += chunks[last]
+                last += 1
+            tasks.append((rows_per_microcluster, max_per_chunk, int(s), *blocks[first:last]))
+            first = last
+        combine = functools.partial(_merge_summaries, sum(chunks), budget, int(seed))
         counts, means, spread, representatives, n_rows, n_nonfinite = map_reduce(
-            f"lowdens-summarise-{self._token}", _chunk_microclusters, chunks, _concat_summaries
+            f"lowdens-summarise-{self._token}", _chunk_microclusters, tasks, combine
         )
         data = InMemoryData(means, counts, spread / means.shape[1])
         return Summary(data, int(n_rows), int(n_nonfinite), representatives)

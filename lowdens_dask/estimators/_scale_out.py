@@ -125,6 +125,9 @@ def check_scale_out_params(est) -> None:
         raise ValueError(f"{name}: max_node_bytes must be 'auto' or a non-negative number of bytes; got {limit!r}.")
     if not (isinstance(est.rows_per_microcluster, (int, float)) and est.rows_per_microcluster >= 1):
         raise ValueError(f"{name}: rows_per_microcluster must be a number >= 1; got {est.rows_per_microcluster!r}.")
+    budget = getattr(est, "max_microclusters", None)
+    if not (budget is None or (isinstance(budget, numbers.Integral) and not isinstance(budget, bool) and budget >= 2)):
+        raise ValueError(f"{name}: max_microclusters must be an integer >= 2 or None; got {budget!r}.")
 
 
 def as_chunked(est, X) -> da.Array:
@@ -154,7 +157,8 @@ def check_enough_rows(n_finite: int, n_rows: int) -> None:
 
 def summarise(est, arr: da.Array, seed: int) -> Summary:
     """The summarising pass, with the NaN/inf policy applied."""
-    summary = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed)
+    budget = getattr(est, "max_microclusters", None)
+    summary = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed, budget)
     _check_nonfinite(est, summary.n_nonfinite, summary.n_rows)
     n_finite = summary.n_rows - summary.n_nonfinite
     check_enough_rows(n_finite, summary.n_rows)

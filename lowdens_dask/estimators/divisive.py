@@ -305,6 +305,11 @@ class MDHClustering(_DivisiveClustering):
         a split); ``labels_`` is still a Dask array for Dask or zarr input. At least 2 finite rows are needed.
     rows_per_microcluster : float, default=20
         Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
+    max_microclusters : int or None, default=1024
+        Summary mode: the summary's budget. Microclusters are merged on the workers, in the tree reduction
+        that combines the chunks' summaries, down to at most this many (weighted k-means of their means, which
+        keeps counts, means and spreads exact), so the tree's cost does not grow with the number of chunks.
+        None keeps every chunk's microclusters.
     refine : int, default=0
         Summary mode: before each split is made, polish it with this many exact L-BFGS steps (each a few
         passes over the node's rows) from every start's summary hyperplane, and keep the start with the
@@ -385,6 +390,7 @@ class MDHClustering(_DivisiveClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         refine: int = 0,
         nonfinite: str = "raise",
         random_state: int | None = None,
@@ -410,6 +416,7 @@ class MDHClustering(_DivisiveClustering):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options
@@ -452,7 +459,7 @@ class PDDP(_DivisiveClustering):
     max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
-    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
+    mode, rows_per_microcluster, max_microclusters, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -477,6 +484,7 @@ class PDDP(_DivisiveClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -493,6 +501,7 @@ class PDDP(_DivisiveClustering):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options
@@ -524,7 +533,7 @@ class DePDDP(_DivisiveClustering):
     max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
-    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
+    mode, rows_per_microcluster, max_microclusters, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -550,6 +559,7 @@ class DePDDP(_DivisiveClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -567,6 +577,7 @@ class DePDDP(_DivisiveClustering):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options
@@ -605,7 +616,7 @@ class IPDDP(_DivisiveClustering):
     max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     standardize : bool, default=False
-    mode, rows_per_microcluster, nonfinite, random_state, storage_options, labels_store, max_node_bytes
+    mode, rows_per_microcluster, max_microclusters, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for large, Dask or zarr input; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -631,6 +642,7 @@ class IPDDP(_DivisiveClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -648,6 +660,7 @@ class IPDDP(_DivisiveClustering):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options

@@ -46,7 +46,7 @@ class MDH(HyperplaneEstimator):
         A hyperplane is accepted only if each side holds at least this many points (total weight).
     standardize : bool, default=False
         Z-score the features before fitting; hyperplanes are reported in the original coordinates.
-    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
+    mode, rows_per_microcluster, max_microclusters, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         Exact and summary modes for Dask arrays and zarr stores; as for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -87,6 +87,7 @@ class MDH(HyperplaneEstimator):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         refine: int = 0,
         nonfinite: str = "raise",
         random_state: int | None = None,
@@ -105,6 +106,7 @@ class MDH(HyperplaneEstimator):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.refine = refine
         self.nonfinite = nonfinite
         self.random_state = random_state

@@ -103,7 +103,7 @@ _PARAMETERS_DOC = """
         microclusters (one pass) as rows in memory. Small Dask or zarr input (at most 256 rows,
         ``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._scale_out`) is read into memory in one pass
         and fitted on its rows in every mode, as a numpy array would be; ``labels_`` stays a Dask array.
-    rows_per_microcluster, nonfinite, storage_options, labels_store
+    rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
         As for :class:`~lowdens_dask.MDHClustering` (NaN/inf rows of chunked input: "raise", or "skip" to label
         them -1).
     random_state : int or None, default=None
@@ -593,6 +593,7 @@ class MSCClustering(_MSCBase):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -609,6 +610,7 @@ class MSCClustering(_MSCBase):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options
@@ -650,6 +652,7 @@ class MSC(_MSCBase):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -663,6 +666,7 @@ class MSC(_MSCBase):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options

@@ -34,7 +34,7 @@ class NCutH(HyperplaneEstimator):
         Stop when an iteration lowers the normalised cut by at most this much (PPCI's default).
     min_size : float, default=1
         Least total weight on each side of the split.
-    standardize, mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
+    standardize, mode, rows_per_microcluster, max_microclusters, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         As for :class:`~lowdens_dask.MDH`.
 
     Attributes
@@ -64,6 +64,7 @@ class NCutH(HyperplaneEstimator):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         refine: int = 0,
         nonfinite: str = "raise",
         random_state: int | None = None,
@@ -79,6 +80,7 @@ class NCutH(HyperplaneEstimator):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.refine = refine
         self.nonfinite = nonfinite
         self.random_state = random_state
@@ -113,7 +115,7 @@ class NCutClustering(_DivisiveClustering):
         As for :class:`~lowdens_dask.MDHClustering`.
     scale, v0, maxiter, ftol, standardize
         As for :class:`NCutH`, applied at every node (``v0`` None or a callable of the node's rows).
-    mode, rows_per_microcluster, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
+    mode, rows_per_microcluster, max_microclusters, refine, nonfinite, random_state, storage_options, labels_store, max_node_bytes
         As for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -142,6 +144,7 @@ class NCutClustering(_DivisiveClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         refine: int = 0,
         nonfinite: str = "raise",
         random_state: int | None = None,
@@ -163,6 +166,7 @@ class NCutClustering(_DivisiveClustering):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.refine = refine
         self.nonfinite = nonfinite
         self.random_state = random_state

@@ -88,7 +88,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         the rows (weighted by their row counts) plus the labelled rows, read by one more pass: the density term
         comes from the summaries, the label term from the labelled rows themselves. "exact" fits arrays in
         memory and is not offered for chunked input.
-    rows_per_microcluster, nonfinite, storage_options
+    rows_per_microcluster, max_microclusters, nonfinite, storage_options
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`; NaN/inf rows of chunked input are predicted
         as -1 with ``nonfinite="skip"``.
     random_state : int or None, default=None
@@ -126,6 +126,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -142,6 +143,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options

@@ -95,7 +95,7 @@ _PARAMETERS_DOC = """
         :mod:`lowdens_dask.estimators._scale_out`), is read into memory in one pass and fitted on its rows in
         every mode, as the numpy array would be (its summary would have too few microclusters to place a
         split); ``labels_`` is still a Dask array.
-    rows_per_microcluster, nonfinite, storage_options, labels_store
+    rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int or None, default=None
         Seeds the k-means++ microclusters, the 2-means of the bi-partition and the summaries.
@@ -356,6 +356,7 @@ class SCPPClustering(_SpectralClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -400,6 +401,7 @@ class SCPP(_OneSplit, _SpectralClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -451,6 +453,7 @@ class LMSCClustering(_SpectralClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,
@@ -495,6 +498,7 @@ class LMSC(_OneSplit, _SpectralClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state: int | None = None,
         storage_options: dict | None = None,

@@ -136,7 +136,7 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         (``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._scale_out`), is read into memory in one pass and
         fitted on its rows, as the numpy array would be (its summary would have too few microclusters to place
         a split); ``labels_`` is still a Dask array for Dask or zarr input.
-    rows_per_microcluster, nonfinite, storage_options, labels_store
+    rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int, RandomState or None, default=None
         Seeds the labellings, the perturbations, the null and the k-means reductions.
@@ -186,6 +186,7 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         nonfinite: str = "raise",
         random_state=None,
         storage_options: dict | None = None,
@@ -213,6 +214,7 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.nonfinite = nonfinite
         self.random_state = random_state
         self.storage_options = storage_options

@@ -39,7 +39,7 @@ class MCH(HyperplaneEstimator):
     min_size : float, default=1
     random_state : int or None, default=None
         Seeds the 2-means start (and, in summary mode, the microclusters); None means seed 0.
-    standardize, mode, rows_per_microcluster, refine, nonfinite, storage_options, labels_store
+    standardize, mode, rows_per_microcluster, max_microclusters, refine, nonfinite, storage_options, labels_store
         As for :class:`~lowdens_dask.MDH`.
 
     Attributes
@@ -69,6 +69,7 @@ class MCH(HyperplaneEstimator):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         refine: int = 0,
         nonfinite: str = "raise",
         storage_options: dict | None = None,
@@ -83,6 +84,7 @@ class MCH(HyperplaneEstimator):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.refine = refine
         self.nonfinite = nonfinite
         self.storage_options = storage_options
@@ -127,7 +129,7 @@ class MCClustering(_DivisiveClustering):
         As for :class:`~lowdens_dask.MDHClustering`.
     v0, maxiter, ftol, random_state, standardize
         As for :class:`MCH`, applied at every node (``v0`` None or a callable of the node's rows).
-    mode, rows_per_microcluster, refine, nonfinite, storage_options, labels_store
+    mode, rows_per_microcluster, max_microclusters, refine, nonfinite, storage_options, labels_store
         As for :class:`~lowdens_dask.MDHClustering`.
 
     Attributes
@@ -155,6 +157,7 @@ class MCClustering(_DivisiveClustering):
         standardize: bool = False,
         mode: str = "auto",
         rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
         refine: int = 0,
         nonfinite: str = "raise",
         storage_options: dict | None = None,
@@ -175,6 +178,7 @@ class MCClustering(_DivisiveClustering):
         self.standardize = standardize
         self.mode = mode
         self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
         self.refine = refine
         self.nonfinite = nonfinite
         self.storage_options = storage_options

@@ -163,3 +163,66 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
     means = sums / counts[:, None]
     spread = np.maximum(sq / counts - (means * means).sum(axis=1), 0.0)
     return (counts, means, spread, x[idx]) if representatives else (counts, means, spread)
+
+
+#: Lloyd iterations of :func:`merge_microclusters` after its seeding.
+MERGE_LLOYD_ITERATIONS = 2
+#: Share of :func:`merge_microclusters`' seeds drawn by squared distance to the others (the rest by weight).
+MERGE_FAR_SEEDS = 0.125
+
+
+def _weighted_assign(means: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest centre of each mean and the squared distance to it (BLAS, float64)."""
+    scores = means @ (-2.0 * centres.T)
+    scores += (centres * centres).sum(axis=1)
+    labels = np.argmin(scores, axis=1)
+    d2 = scores[np.arange(means.shape[0]), labels] + (means * means).sum(axis=1)
+    return labels, np.maximum(d2, 0.0)
+
+
+def _weighted_sample(keys_weight: np.ndarray, k: int, rng: np.random.Generator, exclude: np.ndarray) -> np.ndarray:
+    """k distinct indices drawn with probability proportional to ``keys_weight`` (Efraimidis & Spirakis, IPL 2006:
+    the k largest u^(1/w)), none of ``exclude``; indices of zero weight only when too few others are left."""
+    with np.errstate(divide="ignore"):
+        keys = np.log(rng.random(keys_weight.size)) / keys_weight
+    keys[exclude] = -np.inf
+    keys[~np.isfinite(keys) & ~exclude] = -np.finfo(float).max  # zero weight: last, before the excluded
+    return np.argpartition(-keys, k - 1)[:k]
+
+
+def merge_microclusters(counts: np.ndarray, means: np.ndarray, spread: np.ndarray, k: int, seed: int):
+    """Microclusters merged into at most k by weighted k-means: ``(counts, means, spread, nearest)``, ``nearest``
+    the index of each new microcluster's member nearest to its mean.
+
+    Counts add, means are count-weighted means, and ``spread`` (mean squared distance of the rows to their mean)
+    adds each member's spread to the squared distance of its mean from the new one, so the merged microcluster
+    stands for the rows of its members exactly in count, mean and spread. The seeds are drawn by count
+    (``1 - MERGE_FAR_SEEDS`` of them) and then by count times squared distance to the nearest seed, as k-means++
+    draws (Arthur & Vassilvitskii, SODA 2007), all at once: a small group far from the rest is seeded with
+    probability near one, so it keeps a microcluster of its own instead of joining a far neighbour's. Then
+    ``MERGE_LLOYD_ITERATIONS`` weighted Lloyd iterations. Each step is one BLAS product of the m means with the
+    k centres."""
+    m = counts.shape[0]
+    if m <= k:
+        return counts, means, spread, np.arange(m)
+    rng = np.random.default_rng(seed)
+    chosen = np.zeros(m, dtype=bool)
+    near = max(k - int(np.ceil(MERGE_FAR_SEEDS * k)), 1)
+    chosen[_weighted_sample(counts, near, rng, chosen)] = True
+    _, d2 = _weighted_assign(means, means[chosen])
+    chosen[_weighted_sample(counts * d2, k - near, rng, chosen)] = True
+    centres = means[chosen]
+    for _ in range(MERGE_LLOYD_ITERATIONS + 1):
+        labels, _ = _weighted_assign(means, centres)
+        labels = np.unique(labels, return_inverse=True)[1]  # empty centres dropped
+        new_counts = np.bincount(labels, weights=counts)
+        centres = np.stack([np.bincount(labels, weights=counts * col) for col in means.T], axis=1) / new_counts[:, None]
+    new_means = centres
+    d2 = ((means - new_means[labels]) ** 2).sum(axis=1)
+    new_spread = np.bincount(labels, weights=counts * (spread + d2), minlength=new_counts.size) / new_counts
+    order = np.lexsort((d2, labels))  # members by new microcluster, nearest first
+    first = np.ones(m, dtype=bool)
+    first[1:] = labels[order][1:] != labels[order][:-1]
+    nearest = np.empty(new_counts.size, dtype=np.int64)
+    nearest[labels[order][first]] = order[first]
+    return new_counts, new_means, new_spread, nearest

@@ -21,7 +21,9 @@ import numpy as np
 
 from ..backend import InMemoryData
 from ..indices import DEFAULT_ALPHAS, ProjectionIndex, Split, get_index, silverman_bandwidth  # noqa: F401 (re-exported)
+from ..indices.minimum_density import MinimumDensityIndex
 from ._bfgs import LBFGSMemory, lbfgs_steps
+from .compiled_mdh import mdh_continuation
 
 #: Curvature pairs kept by L-BFGS: at least one continuation stage, so each stage's steps are BFGS steps.
 LBFGS_MEMORY = 50
@@ -175,6 +177,32 @@ def _continuation(v: np.ndarray, index: ProjectionIndex, maxiter: int, ftol: flo
     return kept
 
 
+#: MDH on rows in memory runs each start's continuation as one compiled call (:mod:`.compiled_mdh`); the tests
+#: compare it with the coroutines' steps by turning this off.
+COMPILED_MDH = True
+
+
+def _compiled_mdh(objective: _InMemoryObjective, v: np.ndarray, maxiter: int, ftol: float, min_size: float):
+    """:func:`_continuation`'s result from :func:`~.compiled_mdh.mdh_continuation`: the last stage whose split the
+    index accepts, else the last stage."""
+    data, index = objective.data, objective.index
+    X = np.ascontiguousarray(data.X, dtype=np.float64)
+    w = np.ascontiguousarray(data.weights, dtype=np.float64)
+    alphas = np.asarray(index.stages, dtype=np.float64)
+    U, B, log_i, done, evaluations = mdh_continuation(
+        X, w, objective.mean, v, index.h, alphas, index.eta, index.eps, maxiter, ftol, min(LBFGS_MEMORY, maxiter)
+    )
+    objective.n_evaluations += int(evaluations)
+    kept = None
+    for stage, alpha in enumerate(index.stages):
+        split = Split(float(B[stage]), math.nan, {"fval": math.exp(log_i[stage])})
+        if done[stage]:
+            stats = index.accept(data.project(U[stage]) - objective.mean @ U[stage], w, split, min_size)
+            if stats is not None:
+                kept = (U[stage].copy(), split, alpha, stats, True)
+    return kept if kept is not None else (U[-1].copy(), split, index.stages[-1], index.failed_stats(split), False)
+
+
 def _run_serially(coroutines: list, answer: Callable) -> list:
     """Run each coroutine to the end in turn, answering its requests one at a time."""
     results = []
@@ -222,6 +250,9 @@ def pursue(
     if data.chunked:
         objective = _ChunkedObjective(data, index)
         found = _run_together(coroutines, lambda requests: objective.answer_batch(requests, min_size))
+    elif COMPILED_MDH and type(index) is MinimumDensityIndex:
+        objective = _InMemoryObjective(data, index)
+        found = [_compiled_mdh(objective, np.asarray(v, dtype=np.float64), maxiter, ftol, min_size) for v in starts]
     else:
         objective = _InMemoryObjective(data, index)
         found = _run_serially(coroutines, lambda request: objective.answer(request, min_size))
