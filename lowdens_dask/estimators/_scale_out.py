@@ -9,7 +9,11 @@
    fewer than ``rows_per_microcluster * MAX_MICROCLUSTERS_PER_CHUNK`` rows are read in groups of consecutive
    chunks, :func:`~lowdens_dask.backend.chunked.summary_blocks`, since one or two microclusters of a small
    chunk average rows of different clusters), keeps each microcluster's member row nearest its mean, and
-   counts rows with NaN/inf;
+   counts rows with NaN/inf. The tree reduction that combines the chunks' summaries merges microclusters on
+   the workers down to ``max_microclusters`` (default 1024;
+   :func:`~lowdens_dask.kernels.summaries.merge_microclusters`), so the client's work after the pass does not
+   grow with the number of chunks: at 10^7 rows in 12,500-row chunks the summary had 51,200 microclusters
+   and the tree took 0.61 one-pass times, against 0.11 at 5,120 microclusters (issue 25);
 2. the estimator is fitted in memory on the microcluster means weighted by their row counts (the
    ``sample_weight`` path of the core estimators). The bandwidth counts rows, as in exact mode, and
    is widened by the microclusters' spread: h² = (0.9 sigma_pc1 n^(-1/5))² + s², with s² the

@@ -1,0 +1,163 @@
+"""Quality side by side: every method on the ten bundled sets, and summary mode against exact mode, in this checkout
+and in an earlier commit, measured in one run.
+
+For each method of ``lowdens_dask.METHODS`` and each bundled data set (as shipped, K = number of classes):
+``METHODS[m].clustering(n_clusters=K, random_state=0)`` at its other defaults; ARI and V-measure against the
+classes, and whether the labels are identical in the two checkouts. Then summary mode against exact mode, as
+``benchmarks/agreement.py`` measures it: ``MDHClustering(n_clusters=K, mode="summary", random_state=0)`` against
+the exact fit, on the ten sets and on the 10^6-row scale mixture (K = 16, also against its truth).
+
+    python benchmarks/quality_side_by_side.py [--base REV] [--methods mdh,pddp,...] [--mixture-n 1e6] [--output FILE]
+
+The earlier commit is checked out into a temporary git worktree (removed afterwards); each checkout runs in its
+own single-thread subprocess.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+from _common import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+
+SINGLE_THREAD_ENV = {
+    k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+}
+
+
+def worker(checkout: str, methods: list[str], mixture_n: int) -> dict:
+    """Labels, ARI and V-measure of every fit, for the package in ``checkout``."""
+    sys.path.insert(0, checkout)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import numpy as np
+    from sklearn.metrics import adjusted_rand_score, v_measure_score
+
+    import lowdens_dask
+    from lowdens_dask import METHODS, MDHClustering
+    from lowdens_dask.datasets import list_datasets, load_dataset
+
+    assert os.path.realpath(lowdens_dask.__path__[0]).startswith(os.path.realpath(checkout))
+    warnings.simplefilter("ignore")
+    out = {}
+
+    def record(key, labels, y, seconds, exact=None):
+        labels = np.asarray(labels)
+        out[key] = {
+            "labels": labels.tolist(),
+            "ari": adjusted_rand_score(y, labels),
+            "v": v_measure_score(y, labels),
+            "vs_exact": None if exact is None else adjusted_rand_score(exact, labels),
+            "s": seconds,
+        }
+
+    def timed(fit):
+        start = time.perf_counter()
+        est = fit()
+        return est, time.perf_counter() - start
+
+    for name in list_datasets():
+        X, y = load_dataset(name)
+        k = len(np.unique(y))
+        for method in methods:
+            est, s = timed(lambda: METHODS[method].clustering(n_clusters=k, random_state=0).fit(X))
+            record(f"{name}/{method}", est.labels_, y, s)
+        exact = out[f"{name}/mdh"]["labels"] if "mdh" in methods else MDHClustering(n_clusters=k).fit(X).labels_
+        est, s = timed(lambda: MDHClustering(n_clusters=k, mode="summary", random_state=0).fit(X))
+        record(f"{name}/mdh summary", est.labels_, y, s, exact)
+    if mixture_n:
+        from scale import K, generate
+
+        import zarr
+
+        path = tempfile.mkdtemp(prefix="lowdens-mixture-")
+        generate(__import__("pathlib").Path(path), mixture_n)
+        X = zarr.open_array(f"{path}/X", mode="r")[:]
+        y = zarr.open_array(f"{path}/y", mode="r")[:]
+        est, s = timed(lambda: MDHClustering(n_clusters=K, random_state=0).fit(X))
+        record("mixture/mdh", est.labels_, y, s)
+        est, s = timed(lambda: MDHClustering(n_clusters=K, mode="summary", random_state=0).fit(X))
+        record("mixture/mdh summary", est.labels_, y, s, out["mixture/mdh"]["labels"])
+        out["mixture/mdh summary"]["microclusters"] = int(est.n_microclusters_)
+        __import__("shutil").rmtree(path, ignore_errors=True)
+    return out
+
+
+def run(checkout: str, methods: list[str], mixture_n: int) -> dict:
+    env = dict(os.environ, **SINGLE_THREAD_ENV)
+    env.pop("PYTHONPATH", None)
+    argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--methods", ",".join(methods)]
+    out = subprocess.run(
+        [*argv, "--mixture-n", str(mixture_n)], env=env, capture_output=True, text=True, check=True,
+        cwd=tempfile.gettempdir(),
+    )  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base", default="a795db1", help="the earlier commit (default a795db1, before issue 25)")
+    parser.add_argument("--methods", default="mdh,pddp,depddp,ipddp,ncut,mc,scpp,lmsc,msc,svm-relabel")
+    parser.add_argument("--mixture-n", type=float, default=1e6)
+    parser.add_argument("--output", default=str(RESULTS_DIR / "quality-side-by-side.md"))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    methods = [m for m in args.methods.split(",") if m]
+    if args.worker:
+        print(json.dumps(worker(args.worker, methods, int(args.mixture_n))))
+        return
+    base_dir = tempfile.mkdtemp(prefix="lowdens-base-")
+    subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "-q", "--detach", base_dir, args.base], check=True)
+    try:
+        earlier = run(base_dir, methods, int(args.mixture_n))
+        this = run(str(REPO_ROOT), methods, int(args.mixture_n))
+    finally:
+        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", base_dir], check=False)
+    rows, worse = [], []
+    for key, a in earlier.items():
+        b = this[key]
+        measure = "vs_exact" if a["vs_exact"] is not None else "ari"
+        if b[measure] < a[measure] - 1e-9:
+            worse.append(key)
+        rows.append([
+            key, fmt(a["ari"]), fmt(b["ari"]), fmt(a["v"]), fmt(b["v"]),
+            "" if a["vs_exact"] is None else fmt(a["vs_exact"]), "" if b["vs_exact"] is None else fmt(b["vs_exact"]),
+            "yes" if a["labels"] == b["labels"] else "no", fmt(a["s"], 2), fmt(b["s"], 2),
+        ])  # fmt: skip
+    identical = sum(earlier[k]["labels"] == this[k]["labels"] for k in earlier)
+    micro = this.get("mixture/mdh summary", {}).get("microclusters")
+    body = (
+        f"Earlier commit: `{args.base}`. Labels identical on {identical} of {len(earlier)} fits. "
+        + (
+            f"Lower in this checkout (ARI, or ARI against exact mode for summary rows): {', '.join(worse)}."
+            if worse
+            else "No figure is lower in this checkout."
+        )  # fmt: skip
+        + ("" if micro is None else f" Mixture in summary mode: {micro} microclusters in this checkout.")
+        + '\n\nSingle thread, one fit each; `mdh summary` is MDHClustering(mode="summary", random_state=0) and its '
+        "`vs exact` the ARI against the exact MDHClustering fit of the same checkout.\n\n"
+        + markdown_table(
+            [
+                "fit",
+                "ARI earlier",
+                "ARI this",
+                "V earlier",
+                "V this",
+                "vs exact earlier",
+                "vs exact this",
+                "labels identical",
+                "s earlier",
+                "s this",
+            ],
+            rows,
+        )  # fmt: skip
+    )
+    path = write_markdown(args.output, "Quality against an earlier commit, side by side", command_line(), body)
+    print(path.read_text())
+
+
+if __name__ == "__main__":
+    main()
