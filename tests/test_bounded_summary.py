@@ -120,3 +120,20 @@ def test_compiled_mdh_continuation_takes_the_coroutines_steps(seed, monkeypatch)
     assert abs(compiled.b - generic.b) < 1e-6
     assert (compiled.valid, compiled.params) == (generic.valid, generic.params)
     np.testing.assert_allclose(compiled.relative_depth, generic.relative_depth, rtol=1e-6)
+
+
+def test_partial_fit_keeps_the_summary_within_budget():
+    """Night after night, the kept summary stays within max_microclusters, and still counts every row."""
+    rng = np.random.default_rng(3)
+    centres = rng.normal(scale=6.0, size=(3, 5))
+    est = MDHClustering(n_clusters=3, random_state=0, max_microclusters=MIN_PART_BUDGET)
+    seen = 0
+    with dask.config.set(scheduler="synchronous"):
+        for _ in range(3):
+            y = rng.integers(0, 3, 30_000)
+            X = centres[y] + rng.normal(size=(30_000, 5))
+            est.partial_fit(da.from_array(X, chunks=(1000, 5)))
+            seen += len(X)
+            assert est.n_microclusters_ == est.summary_.n_microclusters <= MIN_PART_BUDGET
+            assert est.summary_.total_weight == pytest.approx(seen)
+            assert adjusted_rand_score(y, est.labels_.compute()) > 0.99

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..kernels.summaries import merge_microclusters
 from .memory import InMemoryData
 
 #: With decay, a microcluster whose weight falls below this many rows is dropped from the summary.
@@ -77,6 +78,16 @@ class ClusterSummary:
             self.n_rows + new.n_rows,
             self.n_updates + 1,
         )
+
+    def bounded(self, budget: int | None, seed: int = 0) -> ClusterSummary:
+        """This summary with at most ``budget`` microclusters (None: as it is), merged as the summarising pass
+        merges them (:func:`~lowdens_dask.kernels.summaries.merge_microclusters`: counts, means and spreads
+        exact): a summary updated night after night stays the size of one fit's."""
+        if budget is None or self.n_microclusters <= budget:
+            return self
+        d = self.n_features
+        counts, means, spread, _ = merge_microclusters(self.weights, self.means, self.spread * d, budget, seed)
+        return ClusterSummary(means, counts, spread / d, self.n_rows, self.n_updates)
 
     def to_bytes(self) -> bytes:
         """The summary as .npz bytes (what a run stores)."""

@@ -321,8 +321,8 @@ def check_n_features(est, X) -> None:
 
 def update_in_summary_mode(est, X, update_tree, route):
     """``partial_fit`` after the first call: summarise X's rows (one pass), merge them into ``est.summary_``
-    (old weights times ``1 - decay``), ``update_tree(merged, old_weights)`` (the report), then ``route(arr)``
-    X's rows to their cluster ids.
+    (old weights times ``1 - decay``), ``update_tree(merged, old_weights)`` (the report), keep the merged summary
+    within ``max_microclusters`` for the next update, then ``route(arr)`` X's rows to their cluster ids.
 
     Sets ``summary_``, ``n_microclusters_``, ``n_clusters_``, ``n_nonfinite_``, ``labels_`` (of X),
     ``update_report_`` and ``timings_``."""
@@ -341,9 +341,9 @@ def update_in_summary_mode(est, X, update_tree, route):
     old_weights = merged.weights.copy()
     old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
     report = update_tree(merged, old_weights)
+    est.summary_ = merged.bounded(getattr(est, "max_microclusters", None), est.tree_.update)
     grown = time.perf_counter()
-    est.summary_ = merged
-    est.n_microclusters_ = merged.n_microclusters
+    est.n_microclusters_ = est.summary_.n_microclusters
     est.n_clusters_ = est.tree_.n_leaves
     est.n_nonfinite_ = n_nonfinite
     est.update_report_ = {"n_rows": new.n_rows, "decay": getattr(est, "decay", None), **report}
