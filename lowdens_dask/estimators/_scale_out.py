@@ -27,7 +27,8 @@
    polished hyperplane, and node sizes count rows;
 4. one final pass routes every row to its leaf (one product of each chunk, in its own dtype, with every
    hyperplane's direction: :class:`~lowdens_dask.tree.routing.Router`); with ``labels_store`` the labels are
-   written to zarr with the same row chunks as the input.
+   written to zarr with the same row chunks as the input, by the same task that routes the chunk, in the smallest
+   signed integer type that holds them (:func:`store_labels`).
 
 A split of the tree whose leaf no microcluster's nearest-member row reaches is undone, with a warning
 (:func:`merge_unreached_leaves`): that row is labelled in that leaf by step 4, so ``n_clusters_`` always
