@@ -62,9 +62,9 @@ def kills(args) -> None:
         ("lowdens-split-node-", 0, "tree: first restart done"),
         ("lowdens-split-node-", 6, "tree: second round of splits"),
         ("lowdens-split-node-", 11, "tree: last round of splits"),
-        ("lowdens-route-", 0, "labels: first chunk routed"),
-        ("store-map-", chunks // 2, "labels: half written"),
-        ("store-map-", chunks - 1, "labels: last chunk written"),
+        ("lowdens-write-labels-", 0, "labels: first chunk routed and written"),
+        ("lowdens-write-labels-", chunks // 2, "labels: half written"),
+        ("lowdens-write-labels-", chunks - 1, "labels: last chunk written"),
     ]
     rng = np.random.default_rng(1)
     Xe = np.vstack([rng.normal(size=(args.exact_rows // 3, 4)) + [6 * i, 0, 0, 0] for i in range(3)])

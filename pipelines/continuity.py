@@ -16,9 +16,10 @@ from scipy.optimize import linear_sum_assignment
 def contingency(previous, current, shape: tuple[int, int] | None = None) -> np.ndarray:
     """Counts of rows per (previous id, current id), over the rows both label (neither is -1).
 
-    ``shape`` (one more than the largest id of each labeling), when known, saves the pass that finds it.
+    ``shape`` (one more than the largest id of each labeling), when known, saves the pass that finds it. Labels of
+    any integer type (``labels_`` read from a ``labels_store`` are int8 up to 128 clusters) are counted as int64.
     """
-    previous, current = da.asarray(previous), da.asarray(current)
+    previous, current = da.asarray(previous).astype(np.int64), da.asarray(current).astype(np.int64)
     if previous.shape != current.shape:
         raise ValueError(f"The labelings differ in length: {previous.shape[0]} and {current.shape[0]} rows.")
     if shape is None:
@@ -27,7 +28,7 @@ def contingency(previous, current, shape: tuple[int, int] | None = None) -> np.n
     n_prev, n_cur = shape
     both = (previous >= 0) & (current >= 0)
     codes = da.where(both, previous * n_cur + current, n_prev * n_cur)
-    counts = da.bincount(codes.astype(np.int64), minlength=n_prev * n_cur + 1).compute()
+    counts = da.bincount(codes, minlength=n_prev * n_cur + 1).compute()
     return counts[: n_prev * n_cur].reshape(n_prev, n_cur)
 
 

@@ -25,6 +25,16 @@ def test_contingency_counts_rows_by_pair_of_ids_dask_or_numpy():
         contingency(prev, cur[:3])
 
 
+def test_contingency_of_int8_labels_does_not_overflow():
+    """labels_ written to a labels_store are int8 up to 128 clusters: the pair codes (previous * 100 + current)
+    must not wrap around in int8."""
+    prev = np.repeat(np.arange(100), 3)
+    cur = np.roll(prev, 1)
+    table = contingency(prev.astype(np.int8), da.from_array(cur.astype(np.int8), chunks=50))
+    np.testing.assert_array_equal(table, contingency(prev, cur))
+    assert table.shape == (100, 100) and table.sum() == 300
+
+
 def test_ids_follow_the_largest_overlap_and_new_clusters_get_new_ids():
     table = np.array([[0, 90, 5], [80, 0, 0], [2, 0, 60]])
     assert match_cluster_ids(table) == {1: 0, 0: 1, 2: 2}

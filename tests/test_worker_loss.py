@@ -28,9 +28,9 @@ SUMMARY_MOMENTS = [
     ("lowdens-split-node-", 0),  # tree: the first restart done
     ("lowdens-split-node-", 6),  # tree: second round of splits
     ("lowdens-split-node-", 11),  # tree: last round of splits
-    ("lowdens-route-", 0),  # labelling pass: first chunk routed
-    ("store-map-", 10),  # labelling pass: half the labels written
-    ("store-map-", 19),  # labelling pass: the last chunk written
+    ("lowdens-write-labels-", 0),  # labelling pass: first chunk routed and its labels written
+    ("lowdens-write-labels-", 10),  # labelling pass: half the labels written
+    ("lowdens-write-labels-", 19),  # labelling pass: the last chunk written
 ]
 #: (task name prefix, occurrence, max_node_bytes): passes over the chunks (0), and a node gathered to a worker.
 EXACT_MOMENTS = [

@@ -190,15 +190,32 @@ class ChunkedData:
         data = InMemoryData(means, counts, spread / means.shape[1])
         return Summary(data, int(n_rows), int(n_nonfinite), representatives)
 
-    def label_rows(self, labeler: Callable, *args, labels_nonfinite: bool = False) -> da.Array:
+    def label_rows(self, labeler: Callable, *args, labels_nonfinite: bool = False, out=None):
         """Lazy int64 labels with X's row chunks: ``labeler(rows, *args)`` on each chunk's finite rows,
         -1 for rows with NaN or inf. ``labeler`` and ``args`` must be picklable (they go to workers).
 
         With ``labels_nonfinite=True`` the labeller gets each whole chunk as it was read and labels the rows
-        with NaN or inf -1 itself (no finiteness scan or copy of the chunk here)."""
-        name = f"lowdens-route-{dask.base.tokenize(self.X, labeler, *args)}"
+        with NaN or inf -1 itself (no finiteness scan or copy of the chunk here).
+
+        With ``out`` (a zarr array of X's rows whose chunks are X's row chunks) the labels are written there
+        instead: the delayed tasks, one per chunk, each labelling its chunk and writing the labels to the chunk's
+        rows in ``out``'s dtype (route and write in one task; no labels come back)."""
         task = labeler if labels_nonfinite else functools.partial(_label_chunk, labeler)
-        return self.X.map_blocks(task, *args, drop_axis=1, dtype=np.int64, name=name)
+        token = dask.base.tokenize(self.X, labeler, *args, None if out is None else str(out.store_path))
+        if out is None:
+            return self.X.map_blocks(task, *args, drop_axis=1, dtype=np.int64, name=f"lowdens-route-{token}")
+        write = _delayed(_write_label_chunk)
+        starts = np.cumsum((0,) + self.X.chunks[0][:-1])
+        blocks = self.X.to_delayed().ravel()
+        return [
+            write(block, out, int(start), task, *args, dask_key_name=f"lowdens-write-labels-{token}-{i}")
+            for i, (block, start) in enumerate(zip(blocks, starts))
+        ]
+
+
+def _write_label_chunk(x: np.ndarray, out, start: int, task: Callable, *args) -> None:
+    """Label a chunk and write the labels to its rows of the zarr array ``out`` (a region write)."""
+    out[start : start + x.shape[0]] = task(x, *args).astype(out.dtype, copy=False)
 
 
 #: Rows labelled at once: the labeller's working copies (float64 rows, node subsets) stay this small

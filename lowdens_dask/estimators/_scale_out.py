@@ -31,7 +31,8 @@
    polished hyperplane, and node sizes count rows;
 4. one final pass routes every row to its leaf (one product of each chunk, in its own dtype, with every
    hyperplane's direction: :class:`~lowdens_dask.tree.routing.Router`); with ``labels_store`` the labels are
-   written to zarr with the same row chunks as the input.
+   written to zarr with the same row chunks as the input, by the same task that routes the chunk, in the smallest
+   signed integer type that holds them (:func:`store_labels`).
 
 A split of the tree whose leaf no microcluster's nearest-member row reaches is undone, with a warning
 (:func:`merge_unreached_leaves`): that row is labelled in that leaf by step 4, so ``n_clusters_`` always
@@ -77,13 +78,14 @@ import dask.array as da
 import numpy as np
 import zarr
 from sklearn.utils import check_random_state
+from zarr.storage import FsspecStore
 
 from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array, write_integrity_manifest
 from ..backend.chunked import ChunkedNode, PassCounter, Summary, default_max_node_bytes
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.frame import Frame, column_frame
-from ..backend.workers import check_worker_memory, chunk_bytes
+from ..backend.workers import check_worker_memory, chunk_bytes, compute
 from ..tree import ClusterTree
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -223,11 +225,10 @@ def fit_small_input(est, arr: da.Array, chunked: bool, fit_rows, route, summary:
 
 def label_rows(est, arr: da.Array, chunked: bool, route, times=None, counter: PassCounter | None = None) -> None:
     """The last step of a fit or an update: ``route(arr)`` every row to ``labels_`` (lazy, or written to
-    ``labels_store``, for ``chunked`` input; computed for in-memory input), ``timings_`` from ``times`` (the
-    starts of the summarising pass, the tree and the label pass; summary mode) and the passes (``counter``'s,
-    with the summarising pass and the labels written added)."""
-    labels = route(arr)
-    est.labels_ = store_labels(est, labels) if chunked else labels.compute()
+    ``labels_store`` by :func:`store_labels`, for ``chunked`` input; computed for in-memory input), ``timings_``
+    from ``times`` (the starts of the summarising pass, the tree and the label pass; summary mode) and the passes
+    (``counter``'s, with the summarising pass and the labels written added)."""
+    est.labels_ = store_labels(est, arr, route) if chunked else route(arr).compute()
     if times is not None:
         start, summarised, grown = times
         computed = not chunked or est.labels_store is not None
@@ -246,21 +247,47 @@ def label_rows(est, arr: da.Array, chunked: bool, route, times=None, counter: Pa
 LABELS_CODEC = {"cname": "lz4", "clevel": 1, "shuffle": "bitshuffle"}
 
 
-def store_labels(est, labels: da.Array) -> da.Array:
-    """Write the labels to ``est.labels_store`` (same row chunks), with a lowdens integrity manifest
-    (:func:`~lowdens_dask.backend.write_integrity_manifest`), and return them from there, or keep them lazy when
-    no store is given."""
+def store_labels(est, arr: da.Array, route) -> da.Array:
+    """``route(arr)``: the labels of chunked rows, written to ``est.labels_store`` (same row chunks) with a lowdens
+    integrity manifest (:func:`~lowdens_dask.backend.write_integrity_manifest`) and returned from there, or lazy
+    when no store is given.
+
+    ``route(arr, out)`` gives one task per chunk that routes it and writes its labels to its rows of ``out``,
+    the zarr array made here once, in the smallest signed integer type that holds the labels
+    (:func:`labels_dtype`): reading the chunk, routing and writing it take one task of ours, and 1 byte per
+    row for up to 128 clusters instead of 8. Row chunks that a zarr array cannot have (of different sizes but
+    the last) are written by ``to_zarr``, which rechunks them."""
     if est.labels_store is None:
-        return labels
-    labels.to_zarr(
-        os.fspath(est.labels_store),
-        storage_options=est.storage_options,
-        overwrite=True,
-        compressors=[zarr.codecs.BloscCodec(**LABELS_CODEC)],
-    )
+        return route(arr)
+    path = os.fspath(est.labels_store)
+    codec = zarr.codecs.BloscCodec(**LABELS_CODEC)
+    dtype = labels_dtype(est)
+    rows = arr.chunks[0]
+    if all(size == rows[0] for size in rows[:-1]) and rows[-1] <= rows[0]:
+        store = path if est.storage_options is None else FsspecStore.from_url(path, storage_options=est.storage_options)
+        shape, chunks = (arr.shape[0],), (max(rows[0], 1),)
+        out = zarr.create_array(
+            store, shape=shape, chunks=chunks, dtype=dtype, fill_value=0, compressors=[codec], overwrite=True
+        )
+        compute(*route(arr, out))
+    else:
+        route(arr).astype(dtype).to_zarr(path, storage_options=est.storage_options, overwrite=True, compressors=[codec])
     # zarr writes no chunk of label 0 only (the fill value): the manifest tells those from chunks lost later
-    write_integrity_manifest(est.labels_store, storage_options=est.storage_options)
-    return da.from_zarr(os.fspath(est.labels_store), storage_options=est.storage_options)
+    write_integrity_manifest(path, storage_options=est.storage_options)
+    return da.from_zarr(path, storage_options=est.storage_options)
+
+
+def labels_dtype(est) -> np.dtype:
+    """The smallest signed integer type that holds the estimator's labels and -1 (NaN/inf rows): up to its tree's
+    largest leaf label (stable cluster ids can be sparse and large after ``partial_fit``), or 1 for the sides of
+    one hyperplane."""
+    tree = getattr(est, "tree_", None)
+    return smallest_signed_dtype(1 if tree is None else max(tree.leaf_labels().values()))
+
+
+def smallest_signed_dtype(largest: int) -> np.dtype:
+    """The narrowest of int8, int16, int32 and int64 that holds ``-1`` to ``largest``."""
+    return next(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64) if largest <= np.iinfo(t).max)
 
 
 def fit_in_summary_mode(est, X, sample_weight, fit_rows, route):
@@ -422,7 +449,7 @@ def fit_exact_chunked(est, X, sample_weight, fit_node, route, fit_rows=None):
     check_enough_rows(root.n_samples, arr.shape[0])
     fit_node(root)
     est.n_nonfinite_ = root.n_nonfinite
-    est.labels_ = store_labels(est, route(arr))
+    est.labels_ = store_labels(est, arr, route)
     root.counter.add(est.labels_store is not None)
     record_passes(est, root.counter)
     return est
@@ -479,6 +506,7 @@ def _warn_constant(rounding: np.ndarray) -> None:
         )
 
 
-def route_rows(tree: ClusterTree, arr: da.Array) -> da.Array:
-    """Lazy leaf labels for chunked rows (-1 for NaN/inf); the tree travels to the workers as JSON."""
-    return tree.predict(arr)
+def route_rows(tree: ClusterTree, arr: da.Array, out: zarr.Array | None = None):
+    """Lazy leaf labels for chunked rows (-1 for NaN/inf), or with ``out`` the tasks that write them there
+    (:meth:`~lowdens_dask.tree.ClusterTree.predict_chunked`)."""
+    return tree.predict_chunked(arr, out)

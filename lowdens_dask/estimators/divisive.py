@@ -176,8 +176,8 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
     def _splitter(self, frame, test, points):
         return HyperplaneSplitter(self._method, self._index_params(), self.min_size, frame, test)
 
-    def _route(self, arr):
-        return route_rows(self.tree_, arr)
+    def _route(self, arr, out=None):
+        return route_rows(self.tree_, arr, out)
 
     def _fit_data(self, data, frame, parallel: int, refine) -> None:
         rows = data if data.chunked else None if refine is None else refine.rows

@@ -109,8 +109,8 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
     def _predict(self, X: np.ndarray) -> np.ndarray:
         return hyperplane_side(X, self.v_, self.b_)
 
-    def _predict_chunked(self, arr):
-        return ChunkedData(arr).label_rows(hyperplane_side, self.v_, self.b_)
+    def _predict_chunked(self, arr, out=None):
+        return ChunkedData(arr).label_rows(hyperplane_side, self.v_, self.b_, out=out)
 
     def decision_function(self, X) -> np.ndarray:
         """Signed distance ``X @ v_ - b_`` to the hyperplane (lazily, for Dask or zarr input)."""

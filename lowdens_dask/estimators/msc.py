@@ -413,7 +413,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are its leaves' labels."""
         self._check_params()
         if self.mode == "summary":
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
         if is_chunked_input(X):
             return self._fit_chunked(X, sample_weight)
         X, weights = check_fit_input(self, X, sample_weight)
@@ -482,7 +482,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         arr = as_dask_array(X, storage_options=self.storage_options)
         check_worker_memory(chunk_bytes(arr))
         if is_small_input(arr):  # read into memory and fitted as rows (see _scale_out)
-            return fit_small_input(self, arr, True, self._fit_rows, lambda a: route_rows(self.tree_, a), summary=False)
+            return fit_small_input(self, arr, True, self._fit_rows, self._route, summary=False)
         self.n_features_in_ = arr.shape[1]
         growth = _ChunkedGrowth(self, arr)
         info, nonfinite = growth.leaves_pass(None)
@@ -516,7 +516,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         self._set_tree(tree)
         self.n_nonfinite_ = nonfinite
         self.n_passes_ = growth.passes + 1
-        self.labels_ = store_labels(self, route_rows(self.tree_, arr))
+        self.labels_ = store_labels(self, arr, self._route)
         return self
 
     def _next_chunked_split(self, growth: _ChunkedGrowth, tree: ClusterTree, info: dict, blocked: set):
@@ -546,11 +546,14 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         self.tree_ = tree
         self.n_clusters_ = tree.n_leaves
 
+    def _route(self, arr, out=None):
+        return route_rows(self.tree_, arr, out)
+
     def predict(self, X):
         """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
         check_is_fitted(self)
         if is_chunked_input(X):
-            return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
+            return self._route(as_dask_array(X, storage_options=self.storage_options))
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return self.tree_.predict(X)
 

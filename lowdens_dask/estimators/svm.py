@@ -283,11 +283,11 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         self._check_params()
         check_scale_out_params(self)
         if is_chunked_input(X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
         X, weights = check_fit_input(self, X, sample_weight)
         large = self.mode == "auto" and sample_weight is None and X.shape[0] > SVM_SUMMARY_ROWS
         if self.mode == "summary" or large:
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, lambda arr: route_rows(self.tree_, arr))
+            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
         self._fit_rows(X, weights)
         self.labels_ = self.tree_.predict(X)
         return self
@@ -376,11 +376,14 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         self.n_evaluations_ = evaluations
         self.n_iter_ = evaluations
 
+    def _route(self, arr, out=None):
+        return route_rows(self.tree_, arr, out)
+
     def predict(self, X):
         """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
         check_is_fitted(self)
         if is_chunked_input(X):
-            return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
+            return self._route(as_dask_array(X, storage_options=self.storage_options))
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return self.tree_.predict(X)
 

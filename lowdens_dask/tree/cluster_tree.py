@@ -379,8 +379,14 @@ class ClusterTree:
             arr = as_dask_array(X, storage_options=storage_options)
             if arr.shape[1] != self.n_features:
                 raise ValueError(f"X must have shape (n_samples, {self.n_features}); got {arr.shape}.")
-            return ChunkedData(arr).label_rows(leaf_labels_from_json, self.to_json(), labels_nonfinite=True)
+            return self.predict_chunked(arr)
         return self._label_lookup()[self.apply(X)]
+
+    def predict_chunked(self, arr: da.Array, out: zarr.Array | None = None):
+        """Lazy labels of a row-chunked Dask array, -1 for rows with NaN or inf; with ``out``, the tasks that write
+        them to its rows instead (:meth:`~lowdens_dask.backend.ChunkedData.label_rows`). The tree travels to the
+        workers as JSON."""
+        return ChunkedData(arr).label_rows(leaf_labels_from_json, self.to_json(), labels_nonfinite=True, out=out)
 
     def _label_lookup(self, nonfinite: int | None = None) -> np.ndarray:
         """Cluster label by node id (-1 for internal and free ids), with ``nonfinite`` appended last."""
