@@ -49,6 +49,27 @@ def tree_reduce(parts: Sequence, combine: Callable, name: str):
     return parts[0]
 
 
+def chunk_tasks(
+    name: str, X: da.Array, fn: Callable, groups: Sequence[tuple[int, int]], shared: tuple = (), own=None
+) -> list:
+    """One delayed task per group ``(first, stop)`` of consecutive row chunks of X: ``fn(*shared, *own[i],
+    *chunks)``, named ``<name>-<i>``, in one graph layer on top of X's chunk reads. ``shared`` (parameters, a tree,
+    a zarr array) enter the graph once, as keys of their own, and ``own[i]`` (small literals) in task i, so the
+    graph's size and the time to build and ship it grow with the chunks only (a delayed call per chunk embedded
+    each argument in each task, and merged X's graph into each: 0.3 s of client time for 80 chunks)."""
+    from dask.delayed import Delayed
+    from dask.highlevelgraph import HighLevelGraph
+
+    rows = [key[0] for key in X.__dask_keys__()]  # X has one column chunk
+    constants = [dask.delayed(value, pure=True) for value in shared]
+    layer = {
+        f"{name}-{i}": (fn, *(c.key for c in constants), *(() if own is None else own[i]), *rows[first:stop])
+        for i, (first, stop) in enumerate(groups)
+    }
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[X, *constants])
+    return [Delayed(key, graph, layer=name) for key in layer]
+
+
 def map_reduce(name: str, fn: Callable, chunk_args: Sequence[tuple], combine: Callable):
     """``combine`` of ``fn(*args)`` over the chunks' argument tuples: one named task per chunk
     (``<name>-<i>``) and a tree reduction, computed at once."""
@@ -67,6 +88,8 @@ class Summary(NamedTuple):
 
 
 def _chunk_microclusters(rows_per_microcluster: float, max_per_chunk: int, seed: int, *blocks: np.ndarray):
+    """Microclusters of consecutive row chunks (``blocks``):
+    ``(counts, means, spread, representatives, rows, rows with NaN/inf)``."""
     x = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     n = x.shape[0]
     n_nonfinite = 0
@@ -173,20 +196,20 @@ class ChunkedData:
         chunks = self.X.chunks[0]
         min_rows = summary_min_rows(sum(chunks), rows_per_microcluster, max_per_chunk, budget)
         groups = summary_blocks(chunks, min_rows, self.n_features * self.X.itemsize)
-        blocks = self.X.to_delayed().ravel()
+        bounds, first = [], 0
+        for rows in groups:  # groups are unions of consecutive chunks (a chunk larger than a group: itself)
+            stop, covered = first, 0
+            while covered < rows:
+                covered += chunks[stop]
+                stop += 1
+            bounds.append((first, stop))
+            first = stop
+        name = f"lowdens-summarise-{self._token}"
         seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(groups))
-        tasks, first = [], 0
-        for rows, s in zip(groups, seeds):
-            last, covered = first, 0
-            while covered < rows:  # groups are unions of consecutive chunks (a chunk larger than a group: itself)
-                covered += chunks[last]
-                last += 1
-            tasks.append((rows_per_microcluster, max_per_chunk, int(s), *blocks[first:last]))
-            first = last
+        shared = (rows_per_microcluster, max_per_chunk)
+        parts = chunk_tasks(name, self.X, _chunk_microclusters, bounds, shared, [(int(s),) for s in seeds])
         combine = functools.partial(_merge_summaries, sum(chunks), budget, int(seed))
-        counts, means, spread, representatives, n_rows, n_nonfinite = map_reduce(
-            f"lowdens-summarise-{self._token}", _chunk_microclusters, tasks, combine
-        )
+        counts, means, spread, representatives, n_rows, n_nonfinite = compute(tree_reduce(parts, combine, name))[0]
         data = InMemoryData(means, counts, spread / means.shape[1])
         return Summary(data, int(n_rows), int(n_nonfinite), representatives)
 
@@ -204,16 +227,13 @@ class ChunkedData:
         token = dask.base.tokenize(self.X, labeler, *args, None if out is None else str(out.store_path))
         if out is None:
             return self.X.map_blocks(task, *args, drop_axis=1, dtype=np.int64, name=f"lowdens-route-{token}")
-        write = _delayed(_write_label_chunk)
         starts = np.cumsum((0,) + self.X.chunks[0][:-1])
-        blocks = self.X.to_delayed().ravel()
-        return [
-            write(block, out, int(start), task, *args, dask_key_name=f"lowdens-write-labels-{token}-{i}")
-            for i, (block, start) in enumerate(zip(blocks, starts))
-        ]
+        groups = [(i, i + 1) for i in range(len(starts))]
+        name = f"lowdens-write-labels-{token}"
+        return chunk_tasks(name, self.X, _write_label_chunk, groups, (out, task, args), [(int(s),) for s in starts])
 
 
-def _write_label_chunk(x: np.ndarray, out, start: int, task: Callable, *args) -> None:
+def _write_label_chunk(out, task: Callable, args: tuple, start: int, x: np.ndarray) -> None:
     """Label a chunk and write the labels to its rows of the zarr array ``out`` (a region write)."""
     out[start : start + x.shape[0]] = task(x, *args).astype(out.dtype, copy=False)
 
