@@ -1,6 +1,7 @@
 """Routing in one product per block of rows (``tree.routing.Router`` and its compiled walk) against routing each
 node's rows through its rule in float64, as ``ClusterTree.apply`` did before: same leaves for every row, rows
-exactly on a hyperplane or one float64 step from it included, float32 rows never upcast as a whole."""
+exactly on a hyperplane or one float64 step from it included, rows equidistant from nearest centres of both sides
+likewise, float32 rows never upcast as a whole."""
 
 import tracemalloc
 
@@ -16,11 +17,12 @@ from lowdens_dask.kernels.routing import (
     NONFINITE,
     OTHER_RULE,
     UNDECIDED,
+    centre_grid,
     row_abs_sums,
     walk_projections,
 )
 from lowdens_dask.tree import HyperplaneRule, KernelExpansionRule, NearestCentreRule
-from lowdens_dask.tree.routing import Router
+from lowdens_dask.tree.routing import Router, _centre_tables
 
 
 def route_node_by_node(tree, X):
@@ -59,6 +61,10 @@ def grow_random_tree(X, rng, n_splits, rule_kinds=("hyperplane",), direction=Non
         elif kind == "centre":
             centres = rows[rng.choice(rows.shape[0], 4, replace=False)] @ v[:, None]
             rule = NearestCentreRule(v, centres, [False, True, False, True])
+        elif kind == "centres":  # a two-dimensional projection and 30 centres, as SCPP's
+            V = np.stack([v, rng.normal(size=X.shape[1])], axis=1)
+            centres = rows[rng.choice(rows.shape[0], 30, replace=False)] @ V
+            rule = NearestCentreRule(V, centres, np.arange(30) % 2 == 1)
         else:
             support = rows[rng.choice(rows.shape[0], 3, replace=False)]
             rule = KernelExpansionRule(support, [1.0, -1.0, 0.5], 0.0, gamma=0.05)
@@ -104,7 +110,7 @@ def reference_walk(P, abs_sums, column, threshold, tolerance, slack, children):
         hyper = moving[col >= 0]
         j = node[hyper]
         diff = P[hyper, column[j]].astype(np.float64) - threshold[j]
-        tie = ~np.isfinite(diff) | (np.abs(diff) <= tolerance[j] * abs_sums[hyper] + slack)
+        tie = ~np.isfinite(diff) | (np.abs(diff) <= tolerance[column[j]] * abs_sums[hyper] + slack)
         status[hyper[tie]] = UNDECIDED
         go = hyper[~tie]
         node[go] = children[node[go], (diff[~tie] >= 0).astype(int)]
@@ -128,10 +134,10 @@ def test_walk_kernel_matches_numpy_reference(dtype, seed):
     abs_sums[rng.random(n) < 0.01] = np.nan
     abs_sums[5::301] = np.inf  # a finite row whose sum overflowed: undecided wherever it meets a hyperplane
     threshold = np.array([0.25, -0.1, 0.3, 0, 0.0, 0.5, -0.5, 0, 0, 0, 0, 0, 0])
-    tolerance = rng.uniform(0, 1e-3, size=column.size)
+    tolerance = rng.uniform(0, 1e-3, size=m)
     args = (abs_sums, column, threshold, tolerance, 1e-30, children)
     node, status = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int8)
-    walk_projections(P, *args, node, status)
+    walk_projections(P, *args, _centre_tables(np.full(column.size, -1), []), node, status)
     ref_node, ref_status = reference_walk(P, *args)
     np.testing.assert_array_equal(status, ref_status)
     np.testing.assert_array_equal(node, ref_node)
@@ -264,3 +270,105 @@ def test_estimator_predict_routes_float32_as_float64_and_skips_nonfinite():
     X[::9, 3] = np.nan
     labels = model.predict(X)
     assert (labels[::9] == -1).all() and (labels[1::9] >= 0).all()
+
+
+# ---------------------------------------------------------------------------------------------- nearest centres
+
+
+def centre_tree(V, centres, sides):
+    """A tree of one nearest-centre split."""
+    tree = ClusterTree(V.shape[0], root_size=1.0)
+    tree.add_rule_split(tree.root, "scpp", NearestCentreRule(V, centres, sides), (1.0, 1.0), {}, {})
+    return tree
+
+
+def test_centre_grid_candidates_hold_the_nearest_centre():
+    """Numpy reference: for random points of each cell, the nearest centre (all distances) is among the cell's
+    candidates, every centre left out is farther than it by more than the cell's room, and a pure cell's side
+    is the nearest centre's."""
+    rng = np.random.default_rng(10)
+    for l in (1, 2, 3):
+        centres = rng.normal(size=(rng.integers(2, 60), l)) * rng.uniform(0.1, 10, size=l)
+        sides = rng.random(len(centres)) < 0.5
+        lo, inv_width, size, cell_ptr, candidates, room, pure = centre_grid(centres, sides)
+        points = lo + rng.uniform(0, size, size=(20_000, l)) / inv_width
+        cell = np.ravel_multi_index(tuple(((points - lo) * inv_width).astype(int).T), tuple(size))
+        distance = np.sqrt(((points[:, None, :] - centres[None]) ** 2).sum(axis=2))
+        nearest = distance.argmin(axis=1)
+        for i in range(len(points)):
+            members = candidates[cell_ptr[cell[i]] : cell_ptr[cell[i] + 1]]
+            assert nearest[i] in members
+            others = np.setdiff1d(np.arange(len(centres)), members)
+            assert (distance[i, others] - distance[i, nearest[i]] > room[cell[i]] / 2).all()
+            if pure[cell[i]] >= 0:
+                assert pure[cell[i]] == sides[nearest[i]]
+        assert (pure >= 0).any() and (pure < 0).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("l", [1, 2, 3])
+def test_nearest_centre_routing_matches_the_rule(dtype, l):
+    """The compiled nearest-centre walk against ``NearestCentreRule.side`` (a k-d tree over the centres, in
+    float64), row by row: random rules and rows, rows far outside the centres (no grid cell), and rows placed in
+    the projection halfway between two centres of opposite sides."""
+    rng = np.random.default_rng(11 + l)
+    d = 9
+    for _ in range(6):
+        V = rng.normal(size=(d, l))
+        X = (rng.normal(size=(3000, d)) * rng.uniform(0.5, 3)).astype(dtype)
+        X[:100] *= 50  # outside the grid
+        P = X.astype(np.float64) @ V
+        centres = P[rng.choice(len(P), rng.integers(2, 80), replace=False)] + rng.normal(size=l) * 0.1
+        sides = rng.random(len(centres)) < 0.5
+        sides[:2] = [False, True]
+        # rows whose projection is (about) the midpoint of two centres of opposite sides: x + V (m - x V) / (V'V)
+        a, b = rng.choice(np.flatnonzero(~sides)), rng.choice(np.flatnonzero(sides))
+        mid = 0.5 * (centres[a] + centres[b])
+        X64 = X.astype(np.float64)
+        X64[100:200] += np.linalg.lstsq(V.T, (mid - P[100:200]).T, rcond=None)[0].T
+        X = X64.astype(dtype)
+        tree = centre_tree(V, centres, sides)
+        np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+        _, status = Router(tree).walk(X)
+        assert (status == AT_LEAF).mean() > 0.9  # the compiled walk decided nearly all rows itself
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_equidistant_from_centres_of_both_sides(dtype):
+    """Integer rows, a dyadic projection and centres placed symmetrically about rows' projections: each such
+    row is exactly equidistant from a centre of either side in any precision, or one float64 step off. The
+    router leaves them to the rule (the k-d tree breaks the tie its own way) and routes the same."""
+    rng = np.random.default_rng(12)
+    d = 16
+    X = rng.integers(-20, 21, size=(2000, d)).astype(dtype)
+    V = rng.integers(-8, 9, size=(d, 2)) / 8.0
+    P = X.astype(np.float64) @ V
+    centres, sides = [], []
+    for i in range(0, 40, 2):
+        offset = rng.integers(1, 9, size=2) / 4.0
+        shift = [0.0, np.spacing(P[i, 0]), -np.spacing(P[i, 0])][i % 3]
+        centres += [P[i] + offset + [shift, 0.0], P[i] - offset]
+        sides += [False, True]
+    tree = centre_tree(V, np.array(centres), np.array(sides))
+    np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+    _, status = Router(tree).walk(X)
+    assert (status[:40:2][::3] == UNDECIDED).all()  # the exact ties
+    assert (status == AT_LEAF).mean() > 0.9
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tree_of_hyperplanes_and_nearest_centres(dtype):
+    """A tree mixing hyperplane and two-dimensional nearest-centre splits routes through the router as node by
+    node, the nearest-centre nodes decided in the compiled walk."""
+    rng = np.random.default_rng(13)
+    X = mixture(rng, 20_000, 10, dtype)
+    tree = grow_random_tree(X, rng, 14, rule_kinds=("hyperplane", "centres"))
+    assert {type(node.rule) for node in tree.nodes.values() if not node.is_leaf} == {HyperplaneRule, NearestCentreRule}
+    for node in tree.nodes.values():  # off the median row: float64 itself routes a row on a threshold either way
+        if isinstance(node.rule, HyperplaneRule):  # with the rows beside it (BLAS blocks the product by them)
+            node.rule.b += 1e-7
+    np.testing.assert_array_equal(tree.apply(X), route_node_by_node(tree, X))
+    Y = mixture(np.random.default_rng(14), 5000, 10, dtype)
+    np.testing.assert_array_equal(tree.apply(Y), route_node_by_node(tree, Y))
+    _, status = Router(tree).walk(Y)
+    assert (status == AT_LEAF).mean() > 0.99

@@ -1,12 +1,14 @@
-"""Chunk-local kernels of tree routing: the rows' absolute sums, and a walk down the hyperplanes of a tree over
-precomputed projections."""
+"""Chunk-local kernels of tree routing: the rows' absolute sums, and a walk down the splits of a tree over
+precomputed projections (hyperplanes, and the nearest projected centre of SCPP/LMSC splits)."""
 
 # SPDX-License-Identifier: BSD-3-Clause
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-#: ``column`` codes of nodes that are not hyperplane splits: a leaf, and a split by another kind of rule.
+#: ``column`` codes of nodes without projections: a leaf, and a split by another kind of rule.
 LEAF = -1
 OTHER_RULE = -2
 
@@ -14,6 +16,80 @@ OTHER_RULE = -2
 AT_LEAF = 0  #: the row reached a leaf
 UNDECIDED = 1  #: the row stopped at a node that must route it exactly (a tie within rounding, or another rule)
 NONFINITE = 2  #: the row has NaN or inf (it stops at the root)
+
+#: Cells of a nearest-centre split's grid (at most; square as far as they can be), and the margin around the
+#: centres it covers on each axis, as a fraction of their spread along it.
+GRID_CELLS = 1024
+GRID_PAD = 0.5
+
+
+class CentreTables(NamedTuple):
+    """The nearest-centre splits of a tree, for :func:`walk_projections` (R splits, K centres in all)."""
+
+    rule: np.ndarray  #: per node: the index of its nearest-centre split, -1 for other nodes
+    dims: np.ndarray  #: (R,) the dimension l of each split's projection (its l columns of P are consecutive)
+    centre_ptr: np.ndarray  #: (R + 1,) split r's centres are rows ``centre_ptr[r]:centre_ptr[r + 1]``
+    centres: np.ndarray  #: (K, max l) projected centres
+    sides: np.ndarray  #: (K,) bool, the side of each centre
+    lo: np.ndarray  #: (R, max l) the grid's lower corner
+    inv_width: np.ndarray  #: (R, max l) 1 / the cells' width
+    size: np.ndarray  #: (R, max l) cells along each axis
+    cell_base: np.ndarray  #: (R,) index of split r's first cell among all cells
+    cell_ptr: np.ndarray  #: (cells + 1,) cell c's candidates are ``candidates[cell_ptr[c]:cell_ptr[c + 1]]``
+    candidates: np.ndarray  #: global indices of the centres that can be nearest (within ``reach``) in a cell
+    room: np.ndarray  #: (cells,) the largest projection error (twice it) for which the candidates suffice
+    pure: np.ndarray  #: (cells,) int8: the side of all of a cell's candidates, -1 where they have both sides
+
+
+@njit(cache=True)
+def distance_rounding(l):
+    """A bound on the relative rounding error of a Euclidean distance between two points of dimension l, as
+    computed here or by the rule in float64 (sum of l squared differences, then a square root: (l + 2) units
+    of roundoff), with room to spare."""
+    return 4.0 * (l + 4) * 2.0**-53
+
+
+def centre_grid(centres: np.ndarray, sides: np.ndarray) -> tuple:
+    """The cells of a nearest-centre split (K projected centres, l columns, and their sides): ``(lo, inv_width,
+    size, cell_ptr, candidates, room, pure)`` as in :class:`CentreTables` for this split alone.
+
+    A cell's candidates are the centres whose least distance to the cell is within ``reach`` (a quarter of a
+    cell's diagonal) of the least largest distance: any other centre is farther than the nearest one by more
+    than ``reach`` from every point of the cell, so it can be neither the nearest nor within a tie margin below
+    ``reach`` of it. In a cell whose candidates all lie on one side the row's side needs no distance at all.
+    Boxes are widened by a millionth of a cell, so that a row assigned to a cell by rounding lies in it."""
+    K, l = centres.shape
+    low, high = centres.min(axis=0), centres.max(axis=0)
+    span = high - low
+    span = np.maximum(span, max(1e-3 * float(span.max()), np.finfo(np.float64).tiny))  # no axis of width 0
+    lo = low - GRID_PAD * span
+    extent = (1.0 + 2.0 * GRID_PAD) * span
+    side = float(np.exp(np.log(extent).mean())) * GRID_CELLS ** (-1.0 / l)  # of a square cell
+    size = np.maximum(1, np.floor(extent / side)).astype(np.int64)
+    while np.prod(size) > GRID_CELLS:  # rounding left too many
+        size[np.argmax(size)] -= 1
+    width = extent / size
+    index = np.indices(tuple(size)).reshape(l, -1).T  # row-major: cell = ((i_0 size_1 + i_1) size_2 + ...)
+    box_lo = lo + index * width - 1e-6 * width
+    box_hi = lo + (index + 1) * width + 1e-6 * width
+    reach = 0.25 * float(np.sqrt((width**2).sum()))
+    counts, members, room, pure = [], [], [], []
+    step = max(1, 2**21 // (K * l))  # cells at a time: the (cells, K, l) temporaries stay small
+    for start in range(0, len(index), step):
+        a, b = box_lo[start : start + step, None, :], box_hi[start : start + step, None, :]
+        near = np.sqrt((np.maximum(np.maximum(a - centres, centres - b), 0.0) ** 2).sum(axis=2))
+        far = np.sqrt((np.maximum(centres - a, b - centres) ** 2).sum(axis=2))
+        bound = far.min(axis=1)
+        candidate = near <= (bound + reach)[:, None]
+        counts.append(candidate.sum(axis=1))
+        members.append(np.nonzero(candidate)[1])
+        gamma = distance_rounding(l)
+        room.append(reach * (1.0 - 2.0 * gamma) - 4.0 * gamma * (bound + reach))
+        ones = (candidate & sides).any(axis=1)
+        pure.append(np.where(ones == (candidate & ~sides).any(axis=1), -1, ones).astype(np.int8))
+    cell_ptr = np.concatenate([[0], np.cumsum(np.concatenate(counts))]).astype(np.int64)
+    members = np.concatenate(members).astype(np.int64)
+    return lo, 1.0 / width, size, cell_ptr, members, np.concatenate(room), np.concatenate(pure)
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -34,18 +110,71 @@ def row_abs_sums(X, out):
         out[i] = s
 
 
-@njit(cache=True, nogil=True)
-def walk_projections(P, abs_sums, column, threshold, tolerance, slack, children, node, status):
-    """Walk each row from node 0 to a leaf, comparing its projections with the nodes' thresholds.
+@njit(cache=True, nogil=True, inline="always")  # inlined: a call would copy the tuple of tables
+def nearest_centre_side(P, i, col, error, r, tables):
+    """The side (0 or 1) of row i's nearest projected centre of split r, whose l projections are
+    ``P[i, col:col + l]``; -1 when it is undecided: a projection is not finite, or the nearest centres of the two sides are not farther
+    apart than ``2 error`` (``error`` bounds the distance between the computed and the float64 projection) plus
+    both computations' rounding of the distances (:func:`distance_rounding`).
 
-    ``P[i, column[j]]`` is row i's computed projection on node j's direction and ``threshold[j]`` the node's
-    offset (``column[j]`` is ``LEAF`` or ``OTHER_RULE`` for nodes without a hyperplane). A row goes to
-    ``children[j, 1]`` when the projection is at least the threshold, to ``children[j, 0]`` otherwise, unless the
-    two differ by at most ``tolerance[j] * abs_sums[i] + slack`` (the rounding error the projection may carry),
-    or the difference is not finite: the row then stops at node j with status ``UNDECIDED``, as it does at a
-    node of another rule. Rows whose ``abs_sums`` is NaN (NaN or inf in the row) stop at node 0 with status
-    ``NONFINITE``. Writes the node each row stopped at into ``node`` and its status into ``status``.
+    A row in the split's grid compares the candidates of its cell (:func:`centre_grid`), other rows every
+    centre of the split. ``tables``: the arrays of :class:`CentreTables`, as a tuple."""
+    _, dims, centre_ptr, centres, sides, lo, inv_width, sizes, cell_base, cell_ptr, candidates, room, pure = tables
+    l = dims[r]
+    cell = 0
+    inside = True
+    for k in range(l):
+        p = np.float64(P[i, col + k])
+        if not np.isfinite(p):
+            return -1
+        z = (p - lo[r, k]) * inv_width[r, k]
+        if z >= 0.0 and z < sizes[r, k]:
+            cell = cell * sizes[r, k] + int(z)
+        else:
+            inside = False
+    if inside:
+        cell += cell_base[r]
+        if not 2.0 * error < room[cell]:
+            return -1
+        if pure[cell] >= 0:  # the other side's centres are all beyond reach
+            return pure[cell]
+        start, stop = cell_ptr[cell], cell_ptr[cell + 1]
+    else:
+        start, stop = centre_ptr[r], centre_ptr[r + 1]
+    best0 = np.inf
+    best1 = np.inf
+    for m in range(start, stop):
+        j = candidates[m] if inside else m
+        s = 0.0
+        for k in range(l):
+            t = np.float64(P[i, col + k]) - centres[j, k]
+            s += t * t
+        if sides[j]:
+            best1 = min(best1, s)
+        else:
+            best0 = min(best0, s)
+    d0, d1 = np.sqrt(best0), np.sqrt(best1)
+    if abs(d1 - d0) > 2.0 * error + 3.0 * distance_rounding(l) * (d0 + d1):  # False for inf - inf
+        return 1 if d1 < d0 else 0
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def walk_projections(P, abs_sums, column, threshold, tolerance, slack, children, tables, node, status):
+    """Walk each row from node 0 to a leaf, deciding each split from the row's projections.
+
+    ``column[j]`` is node j's first column of P (``LEAF`` or ``OTHER_RULE`` for nodes without projections); each
+    column's projections carry a rounding error of at most ``tolerance[col] * abs_sums[i] + slack``. At a
+    hyperplane node (``tables.rule[j] < 0``) a row goes to ``children[j, 1]`` when its projection is at least
+    ``threshold[j]``, to ``children[j, 0]`` otherwise, unless the two differ by at most that error or the
+    difference is not finite; at a nearest-centre node to the child of its nearest centre's side
+    (:func:`nearest_centre_side`), unless that is undecided. An undecided row stops at node j with status
+    ``UNDECIDED``, as it does at a node of another rule. Rows whose ``abs_sums`` is NaN (NaN or inf in the row)
+    stop at node 0 with status ``NONFINITE``. Writes the node each row stopped at into ``node`` and its status
+    into ``status``.
     """
+    arrays = tuple(tables)  # a plain tuple, unpacked in the inlined helper (each attribute access refcounts)
+    rule, dims = tables.rule, tables.dims
     for i in range(P.shape[0]):
         a = abs_sums[i]
         if np.isnan(a):
@@ -56,11 +185,22 @@ def walk_projections(P, abs_sums, column, threshold, tolerance, slack, children,
         state = AT_LEAF
         col = column[0]
         while col >= 0:
-            diff = P[i, col] - threshold[j]
-            if not (abs(diff) > tolerance[j] * a + slack and np.isfinite(diff)):
-                state = UNDECIDED
-                break
-            j = children[j, 1 if diff >= 0.0 else 0]  # an index, not a branch: the path is unpredictable
+            r = rule[j]
+            if r < 0:
+                diff = P[i, col] - threshold[j]
+                if not (abs(diff) > tolerance[col] * a + slack and np.isfinite(diff)):
+                    state = UNDECIDED
+                    break
+                side = 1 if diff >= 0.0 else 0
+            else:
+                error = 0.0
+                for k in range(dims[r]):
+                    error += tolerance[col + k] * a + slack
+                side = nearest_centre_side(P, i, col, error, r, arrays)
+                if side < 0:
+                    state = UNDECIDED
+                    break
+            j = children[j, side]  # an index, not a branch: the path is unpredictable
             col = column[j]
         if col == OTHER_RULE:
             state = UNDECIDED

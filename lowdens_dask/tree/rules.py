@@ -16,6 +16,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..kernels.expansion import KINDS, expansion_values
+from ..kernels.routing import centre_grid
 
 
 class SplitRule:
@@ -104,6 +105,7 @@ class NearestCentreRule(SplitRule):
         self.centres = np.asarray(centres, dtype=np.float64).reshape(-1, self.V.shape[1])
         self.sides = np.asarray(sides, dtype=bool)
         self._index: cKDTree | None = None
+        self._grid: tuple | None = None
 
     def side(self, X: np.ndarray) -> np.ndarray:
         """The side of each row's nearest projected centre (a k-d tree over the K centres in the l-dimensional
@@ -111,6 +113,14 @@ class NearestCentreRule(SplitRule):
         if self._index is None:
             self._index = cKDTree(self.centres)
         return self.sides[self._index.query(X @ self.V)[1]]
+
+    def grid(self) -> tuple:
+        """The cells over the projected centres with the centres that can be nearest in each, for the compiled
+        walk of :class:`~lowdens_dask.tree.routing.Router` (:func:`~lowdens_dask.kernels.routing.centre_grid`;
+        built once per rule)."""
+        if self._grid is None:
+            self._grid = centre_grid(self.centres, self.sides)
+        return self._grid
 
     def to_dict(self) -> dict[str, Any]:
         return {
