@@ -10,17 +10,19 @@ the exact fit, on the ten sets and on the 10^6-row scale mixture (K = 16, also a
     python benchmarks/quality_side_by_side.py [--base REV] [--methods mdh,pddp,...] [--mixture-n 1e6] [--output FILE]
 
 The earlier commit is checked out into a temporary git worktree (removed afterwards); each checkout runs in its
-own single-thread subprocess.
+own single-thread subprocess, the two at once (their times are comparable only as a rough guide).
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
+from pathlib import Path
 
 from _common import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
@@ -69,12 +71,11 @@ def worker(checkout: str, methods: list[str], mixture_n: int) -> dict:
         est, s = timed(lambda: MDHClustering(n_clusters=k, mode="summary", random_state=0).fit(X))
         record(f"{name}/mdh summary", est.labels_, y, s, exact)
     if mixture_n:
+        import zarr
         from scale import K, generate
 
-        import zarr
-
         path = tempfile.mkdtemp(prefix="lowdens-mixture-")
-        generate(__import__("pathlib").Path(path), mixture_n)
+        generate(Path(path), mixture_n)
         X = zarr.open_array(f"{path}/X", mode="r")[:]
         y = zarr.open_array(f"{path}/y", mode="r")[:]
         est, s = timed(lambda: MDHClustering(n_clusters=K, random_state=0).fit(X))
@@ -82,19 +83,25 @@ def worker(checkout: str, methods: list[str], mixture_n: int) -> dict:
         est, s = timed(lambda: MDHClustering(n_clusters=K, mode="summary", random_state=0).fit(X))
         record("mixture/mdh summary", est.labels_, y, s, out["mixture/mdh"]["labels"])
         out["mixture/mdh summary"]["microclusters"] = int(est.n_microclusters_)
-        __import__("shutil").rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
     return out
 
 
-def run(checkout: str, methods: list[str], mixture_n: int) -> dict:
+def start(checkout: str, methods: list[str], mixture_n: int) -> subprocess.Popen:
+    """The worker for ``checkout`` in a single-thread subprocess (the two checkouts run at once)."""
     env = dict(os.environ, **SINGLE_THREAD_ENV)
     env.pop("PYTHONPATH", None)
     argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--methods", ",".join(methods)]
-    out = subprocess.run(
-        [*argv, "--mixture-n", str(mixture_n)], env=env, capture_output=True, text=True, check=True,
-        cwd=tempfile.gettempdir(),
-    )  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return subprocess.Popen(
+        [*argv, "--mixture-n", str(mixture_n)], env=env, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir()
+    )
+
+
+def result(process: subprocess.Popen) -> dict:
+    out, _ = process.communicate()
+    if process.returncode:
+        raise RuntimeError(f"worker failed with status {process.returncode}")
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main(argv=None):
@@ -112,8 +119,8 @@ def main(argv=None):
     base_dir = tempfile.mkdtemp(prefix="lowdens-base-")
     subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "-q", "--detach", base_dir, args.base], check=True)
     try:
-        earlier = run(base_dir, methods, int(args.mixture_n))
-        this = run(str(REPO_ROOT), methods, int(args.mixture_n))
+        workers = [start(checkout, methods, int(args.mixture_n)) for checkout in (base_dir, str(REPO_ROOT))]
+        earlier, this = (result(process) for process in workers)
     finally:
         subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", base_dir], check=False)
     rows, worse = [], []
@@ -122,11 +129,20 @@ def main(argv=None):
         measure = "vs_exact" if a["vs_exact"] is not None else "ari"
         if b[measure] < a[measure] - 1e-9:
             worse.append(key)
-        rows.append([
-            key, fmt(a["ari"]), fmt(b["ari"]), fmt(a["v"]), fmt(b["v"]),
-            "" if a["vs_exact"] is None else fmt(a["vs_exact"]), "" if b["vs_exact"] is None else fmt(b["vs_exact"]),
-            "yes" if a["labels"] == b["labels"] else "no", fmt(a["s"], 2), fmt(b["s"], 2),
-        ])  # fmt: skip
+        rows.append(
+            [
+                key,
+                fmt(a["ari"]),
+                fmt(b["ari"]),
+                fmt(a["v"]),
+                fmt(b["v"]),
+                "" if a["vs_exact"] is None else fmt(a["vs_exact"]),
+                "" if b["vs_exact"] is None else fmt(b["vs_exact"]),
+                "yes" if a["labels"] == b["labels"] else "no",
+                fmt(a["s"], 2),
+                fmt(b["s"], 2),
+            ]
+        )
     identical = sum(earlier[k]["labels"] == this[k]["labels"] for k in earlier)
     micro = this.get("mixture/mdh summary", {}).get("microclusters")
     body = (
@@ -135,7 +151,7 @@ def main(argv=None):
             f"Lower in this checkout (ARI, or ARI against exact mode for summary rows): {', '.join(worse)}."
             if worse
             else "No figure is lower in this checkout."
-        )  # fmt: skip
+        )
         + ("" if micro is None else f" Mixture in summary mode: {micro} microclusters in this checkout.")
         + '\n\nSingle thread, one fit each; `mdh summary` is MDHClustering(mode="summary", random_state=0) and its '
         "`vs exact` the ARI against the exact MDHClustering fit of the same checkout.\n\n"
@@ -153,7 +169,7 @@ def main(argv=None):
                 "s this",
             ],
             rows,
-        )  # fmt: skip
+        )
     )
     path = write_markdown(args.output, "Quality against an earlier commit, side by side", command_line(), body)
     print(path.read_text())

@@ -15,7 +15,8 @@ LocalCluster of that many single-thread worker processes):
 - the fit's steps, from the estimator's ``timings_``: pass 1 (the summarising pass), the tree grown on the
   client from the microclusters, and pass 2 (labelling every row and writing the labels);
 - peak RSS summed over the client, the scheduler and the workers, sampled every 0.2 s;
-- the number of full passes over the data (zarr chunk reads / number of chunks);
+- the number of full passes over the data (the estimator's ``n_passes_``: each pass's tasks read their chunks
+  themselves, so there are no separate chunk-read tasks to count);
 - ARI against the truth;
 - with 1 and 2 workers among ``--workers``, the serial part: Amdahl's T(p) = s + P / p fitted to the two fit times
   (s = 2 T2 - T1) and the parallel efficiency it predicts at 16 and 64 workers, beside the client-side tree time
@@ -89,12 +90,6 @@ def generate(path: Path, n: int, seed: int = 0, chunk: int = CHUNK) -> None:
         y[start : start + m] = labels
 
 
-def passes(task_stream, n_chunks: int) -> float:
-    """Chunk reads of X (2-D keys; the labels read back have 1-D keys) per chunk."""
-    reads = sum(1 for t in task_stream if str(t["key"]).startswith("('from-zarr-") and len(t["key"]) == 3)
-    return reads / n_chunks
-
-
 def busy_seconds(task_stream) -> float:
     """Seconds the workers spent running tasks (compute, transfer and disk intervals of the task stream)."""
     return sum(span["stop"] - span["start"] for t in task_stream for span in t.get("startstops", ()))
@@ -115,7 +110,6 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
     """Time one plain pass and the fit (labels written, then read back) over the zarr mixture at ``path`` on the
     client's cluster."""
     X = da.from_zarr(str(path / "X"))
-    n_chunks = X.numblocks[0]
     v = np.random.default_rng(1).normal(size=D).astype("f4")
     repeats = FIT_REPEATS if n <= REPEAT_MAX_N else 1
     plain = []
@@ -146,7 +140,7 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
         **{f"{step}_s": statistics.median(run[step] for run in steps) for step in STEPS},
         "repeats": repeats,
         "peak_rss_gb": rss.peak / 1e9,
-        "passes": passes(ts.data, n_chunks),
+        "passes": model.n_passes_,  # the passes tasks read chunks in (they read them themselves, no from-zarr tasks)
         # wall time of the first fit not covered by the workers' tasks, spread over the workers: client-side work
         # (graph construction, the tree) and waiting on stragglers
         "idle_s": fits[0] - busy_seconds(ts.data) / len(client.scheduler_info()["workers"]),

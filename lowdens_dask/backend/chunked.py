@@ -53,21 +53,41 @@ def chunk_tasks(
     name: str, X: da.Array, fn: Callable, groups: Sequence[tuple[int, int]], shared: tuple = (), own=None
 ) -> list:
     """One delayed task per group ``(first, stop)`` of consecutive row chunks of X: ``fn(*shared, *own[i],
-    *chunks)``, named ``<name>-<i>``, in one graph layer on top of X's chunk reads. ``shared`` (parameters, a tree,
-    a zarr array) enter the graph once, as keys of their own, and ``own[i]`` (small literals) in task i, so the
-    graph's size and the time to build and ship it grow with the chunks only (a delayed call per chunk embedded
-    each argument in each task, and merged X's graph into each: 0.3 s of client time for 80 chunks)."""
+    *chunks)``, named ``<name>-<i>``, in one graph layer.
+
+    Each task reads its chunks itself: the tasks of X's last layer (the chunk reads of a zarr store) are nested in
+    it, so a chunk is never a task result of its own that a scheduler may place on another worker than the task
+    that needs it. ``shared`` (parameters, a tree, a zarr array) enter the graph once, as keys of their own, and
+    ``own[i]`` (small literals) in task i: the graph's size and the time to build and ship it grow with the chunks
+    only (a delayed call per chunk embedded each argument in each task, and merged X's graph into each: 0.3 s of
+    client time for 80 chunks)."""
+    from dask._task_spec import Task, TaskRef
     from dask.delayed import Delayed
     from dask.highlevelgraph import HighLevelGraph
 
     rows = [key[0] for key in X.__dask_keys__()]  # X has one column chunk
+    graph = X.__dask_graph__()
     constants = [dask.delayed(value, pure=True) for value in shared]
+    refs = [TaskRef(c.key) for c in constants]
+    reads = dict(graph.layers[X.name]) if X.name in graph.layers else {}
+    nested = all(isinstance(reads.get(row), Task) for row in rows)
     layer = {
-        f"{name}-{i}": (fn, *(c.key for c in constants), *(() if own is None else own[i]), *rows[first:stop])
+        f"{name}-{i}": Task(
+            f"{name}-{i}", fn, *refs, *(() if own is None else own[i]),
+            *(reads[row] if nested else TaskRef(row) for row in rows[first:stop]),
+        )  # fmt: skip
         for i, (first, stop) in enumerate(groups)
     }
-    graph = HighLevelGraph.from_collections(name, layer, dependencies=[X, *constants])
-    return [Delayed(key, graph, layer=name) for key in layer]
+    below = graph.dependencies[X.name] if nested else {X.name}
+    layers = {n: layer for n, layer in graph.layers.items() if not (nested and n == X.name)}
+    dependencies = {n: set(graph.dependencies[n]) for n in layers}
+    for c in constants:
+        layers.update(c.__dask_graph__().layers)
+        dependencies.update(c.__dask_graph__().dependencies)
+    layers[name] = layer
+    dependencies[name] = set(below) | {c.key for c in constants}
+    full = HighLevelGraph(layers, dependencies)
+    return [Delayed(key, full, layer=name) for key in layer]
 
 
 def map_reduce(name: str, fn: Callable, chunk_args: Sequence[tuple], combine: Callable):
