@@ -137,3 +137,30 @@ def test_partial_fit_keeps_the_summary_within_budget():
             assert est.n_microclusters_ == est.summary_.n_microclusters <= MIN_PART_BUDGET
             assert est.summary_.total_weight == pytest.approx(seen)
             assert adjusted_rand_score(y, est.labels_.compute()) > 0.99
+
+
+def test_pass_tasks_read_their_chunks_themselves(tmp_path):
+    """The chunk reads of a zarr store are nested in the summarising tasks (no chunk is a task result of its own),
+    and the summary is the one of the same rows in memory."""
+    import zarr
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(20_000, 3)).astype(np.float32)
+    z = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(2_000, 3), dtype="f4")
+    z[:] = X
+    keys = []
+
+    def spy(*args, **kw):
+        keys.extend(args[0].__dask_graph__())
+        return real(*args, **kw)
+
+    real = chunked.compute
+    with dask.config.set(scheduler="synchronous"), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunked, "compute", spy)
+        stored = ChunkedData(da.from_zarr(str(tmp_path / "x.zarr"))).summarise(20, 64, seed=0, budget=300)
+    with dask.config.set(scheduler="synchronous"):
+        in_memory = ChunkedData(da.from_array(X, chunks=(2_000, 3))).summarise(20, 64, seed=0, budget=300)
+    assert not [k for k in keys if isinstance(k, tuple) and str(k[0]).startswith("from-zarr-")]
+    assert any(str(k).startswith("lowdens-summarise-") for k in keys)
+    np.testing.assert_allclose(stored.data.X, in_memory.data.X)
+    np.testing.assert_allclose(stored.data.weights, in_memory.data.weights)

@@ -79,7 +79,7 @@ def chunk_tasks(
         for i, (first, stop) in enumerate(groups)
     }
     below = graph.dependencies[X.name] if nested else {X.name}
-    layers = {n: layer for n, layer in graph.layers.items() if not (nested and n == X.name)}
+    layers = {n: g for n, g in graph.layers.items() if not (nested and n == X.name)}
     dependencies = {n: set(graph.dependencies[n]) for n in layers}
     for c in constants:
         layers.update(c.__dask_graph__().layers)
