@@ -41,6 +41,7 @@ from prefect.client.orchestration import get_client  # noqa: E402
 from prefect_dask import DaskTaskRunner, get_dask_client  # noqa: E402
 
 from lowdens_dask import ClusterTree  # noqa: E402
+from lowdens_dask.backend.chunked import chunks_read  # noqa: E402
 
 from . import job  # noqa: E402
 from .inputs import open_input  # noqa: E402
@@ -74,13 +75,17 @@ def cluster_client():
 @contextmanager
 def counting_passes(client, X: da.Array):
     """Count the passes over ``X`` made in the block: the tasks that read one of X's chunks (fused ones
-    included, whose keys start with X's layer name), divided by the number of chunks. Yields a dict whose
+    included, whose keys start with X's layer name) and the chunks read inside the library's pass tasks
+    (:func:`~lowdens_dask.backend.chunked.chunks_read`), divided by the number of chunks. Yields a dict whose
     ``"passes"`` is set at the end of the block."""
     prefix = X.name.rsplit("-", 1)[0]
     out = {"passes": 0.0}
     with get_task_stream(client) as stream:
         yield out
-    reads = sum(1 for t in stream.data if isinstance(t["key"], tuple) and str(t["key"][0]).startswith(prefix))
+    reads = sum(
+        chunks_read(t["key"]) or (isinstance(t["key"], tuple) and str(t["key"][0]).startswith(prefix))
+        for t in stream.data
+    )
     out["passes"] = reads / X.numblocks[0]
 
 

@@ -49,11 +49,25 @@ def tree_reduce(parts: Sequence, combine: Callable, name: str):
     return parts[0]
 
 
+#: Name prefixes of the layers :func:`chunk_tasks` builds (its callers' passes over the rows).
+CHUNK_TASK_PREFIXES = ("lowdens-summarise-", "lowdens-write-labels-")
+
+
+def chunks_read(key) -> int:
+    """How many of X's row chunks the task with this key reads itself: ``stop - first`` for a task of
+    :func:`chunk_tasks` (key ``(name, first, stop)``), else 0. What a count of passes from a task stream needs,
+    since those chunk reads are no tasks of their own."""
+    if isinstance(key, tuple) and len(key) == 3 and str(key[0]).startswith(CHUNK_TASK_PREFIXES):
+        return int(key[2]) - int(key[1])
+    return 0
+
+
 def chunk_tasks(
     name: str, X: da.Array, fn: Callable, groups: Sequence[tuple[int, int]], shared: tuple = (), own=None
 ) -> list:
     """One delayed task per group ``(first, stop)`` of consecutive row chunks of X: ``fn(*shared, *own[i],
-    *chunks)``, named ``<name>-<i>``, in one graph layer.
+    *chunks)``, with key ``(name, first, stop)`` (``name`` starts with one of :data:`CHUNK_TASK_PREFIXES`), in one
+    graph layer.
 
     Each task reads its chunks itself: the tasks of X's last layer (the chunk reads of a zarr store) are nested in
     it, so a chunk is never a task result of its own that a scheduler may place on another worker than the task
@@ -71,9 +85,10 @@ def chunk_tasks(
     refs = [TaskRef(c.key) for c in constants]
     reads = dict(graph.layers[X.name]) if X.name in graph.layers else {}
     nested = all(isinstance(reads.get(row), Task) for row in rows)
+    assert name.startswith(CHUNK_TASK_PREFIXES), name
     layer = {
-        f"{name}-{i}": Task(
-            f"{name}-{i}", fn, *refs, *(() if own is None else own[i]),
+        (name, first, stop): Task(
+            (name, first, stop), fn, *refs, *(() if own is None else own[i]),
             *(reads[row] if nested else TaskRef(row) for row in rows[first:stop]),
         )  # fmt: skip
         for i, (first, stop) in enumerate(groups)
