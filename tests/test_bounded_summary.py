@@ -164,3 +164,16 @@ def test_pass_tasks_read_their_chunks_themselves(tmp_path):
     assert sum(chunks_read(k) for k in keys) == 10  # every chunk read once, inside the summarising tasks
     np.testing.assert_allclose(stored.data.X, in_memory.data.X)
     np.testing.assert_allclose(stored.data.weights, in_memory.data.weights)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_far_group_is_seeded_on_its_own(seed, monkeypatch):
+    """The seeding alone (no Lloyd iteration after it) gives the far group a microcluster of its own: seeds drawn by
+    count would miss its light microclusters."""
+    from lowdens_dask.kernels import summaries
+
+    monkeypatch.setattr(summaries, "MERGE_LLOYD_ITERATIONS", 0)
+    counts, means, spread = far_group(np.random.default_rng(seed))
+    new_counts, new_means, _, _ = merge_microclusters(counts, means, spread, 100, seed)
+    far = np.flatnonzero(new_means.mean(axis=1) > 20)
+    assert far.size >= 1 and new_counts[far].sum() == counts[-6:].sum()
