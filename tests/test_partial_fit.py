@@ -2,6 +2,9 @@
 cluster ids, the update report, and the tree's stable labels."""
 
 import dask.array as da
+import pickle
+import warnings
+
 import numpy as np
 import pytest
 import zarr
@@ -190,8 +193,17 @@ def test_an_exact_fit_updates_once_given_its_summary():
     est.partial_fit(night(2)[0])
     assert est.update_report_["update"] == 1
     assert np.mean(est.predict(X1) == labels) >= 0.99
+    # without summary_ set, the first update summarises the rows the fit saw and updates the fitted tree
+    fitted = MDHClustering(n_clusters="auto", random_state=0).fit(X1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitted.partial_fit(night(2)[0])
+    assert fitted.update_report_["update"] == 1 and fitted.summary_.n_rows == X1.shape[0] + night(2)[0].shape[0]
+    assert np.mean(fitted.predict(X1) == labels) >= 0.99
+    # an estimator unpickled before its first update no longer holds those rows: it starts afresh, and says so
+    unpickled = pickle.loads(pickle.dumps(MDHClustering(n_clusters="auto", random_state=0).fit(X1)))
     with pytest.warns(UserWarning, match="starts a new fit"):
-        MDHClustering(n_clusters="auto", random_state=0).fit(X1).partial_fit(night(2)[0])
+        unpickled.partial_fit(night(2)[0])
 
 
 def test_fit_forgets_the_summary_and_the_updates():
@@ -273,10 +285,11 @@ def test_stable_labels_follow_splits_merges_and_prunes():
 
 
 def test_a_re_pursued_split_keeps_its_sides():
-    """A re-pursuit that returns the normal -v must not swap the children, and so the ids (update_tree)."""
+    """A re-pursuit that returns the normal -v must not swap the children, and so the ids (grow on a grown tree)."""
     from lowdens_dask.backend import InMemoryData
+    from lowdens_dask.tree.grower import GrowthRules, History, grow
     from lowdens_dask.tree.rules import HyperplaneRule
-    from lowdens_dask.tree.update import Candidate, update_tree
+    from lowdens_dask.tree.splitter import Candidate, SplitterBase
 
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(size=(500, 2)), rng.normal(size=(500, 2)) + [10.0, 0.0]])
@@ -285,20 +298,18 @@ def test_a_re_pursued_split_keeps_its_sides():
     tree.stabilise_labels()
     assert np.mean(tree.predict(X) == np.repeat([0, 1], 500)) > 0.95  # id 0 for cluster 0, id 1 for cluster 1
 
-    class Flipped:  # the midpoint between the clusters, found as -x >= -5
+    class Flipped(SplitterBase):  # the midpoint between the clusters, found as -x >= -5
         method = "mdh"
 
-        def find(self, points, node, start):
-            return Candidate(HyperplaneRule([-1.0, 0.0], -5.0), {}, {}, True)
+        def find(self, node, points, start=None):
+            return Candidate(HyperplaneRule([-1.0, 0.0], -5.0), {}, {}, True) if start is not None else None
 
-        def held_out(self, points, node, rule):
+        def held_out(self, node, points, rule):
             return {"dip": 0.2, "p_value": 0.0, "n_test": 500.0}
 
     weights = np.ones(len(X))
-    report = update_tree(
-        tree, InMemoryData(X, weights, np.zeros(len(X))), X, np.zeros(len(X)), weights, Flipped(),
-        grow=False, max_leaves=None, level=None, min_size=1.0,
-    )  # fmt: skip
+    history = History(X, np.zeros(len(X)), weights)
+    report = grow(tree, InMemoryData(X, weights, np.zeros(len(X))), Flipped(), GrowthRules(2), history=history).report
     assert report["nodes"][0]["action"] == "re-pursued" and report["nodes"][0]["angle_degrees"] < 1e-6
     assert np.array_equal(tree.predict(X), np.repeat([0, 1], 500))  # each cluster whole, with the id it had
     assert tree.root.v @ [1.0, 0.0] > 0 and tree.root.b == 5.0
@@ -307,7 +318,7 @@ def test_a_re_pursued_split_keeps_its_sides():
 @pytest.mark.parametrize("cls", [DePDDP, IPDDP])
 def test_a_split_in_one_of_several_gaps_is_kept(cls):
     """dePDDP's lowest minimum and iPDDP's widest gap jump between the equally good gaps of separated clusters: the
-    current split still lies in low density, so it is kept and the ids stay (tree/update.py's KEEP_DENSITY)."""
+    current split still lies in low density, so it is kept and the ids stay (tree/revision.py's KEEP_DENSITY)."""
     centres = np.random.default_rng(7).normal(size=(6, 16)) * 12 / np.sqrt(2)
 
     def batch(number, n=50_000):

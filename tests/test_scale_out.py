@@ -276,7 +276,7 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     monkeypatch.setattr(grower, "TASK_MIN_ROWS", 0)  # every split in tasks, as for large summaries
     X, _ = mixture(n=20_000, k=6, seed=4)
     model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
-    with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.tree.grower"):
+    with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.tree.hyperplanes"):
         model.fit(X)
     computed = len([r for r in caplog.records if r.getMessage().startswith("node ")])
     both_children = 1 + 2 * (model.n_clusters_ - 2)  # the root, then both children of every split but the last

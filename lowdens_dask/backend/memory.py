@@ -33,17 +33,28 @@ class InMemoryData:
         For summaries (microcluster means weighted by row counts): each summary row's within-cluster
         variance per dimension. Bandwidth rules add its weighted mean to h², so the KDE of the means
         approximates the KDE of the rows they stand for.
+    index : ndarray of shape (n_samples,), optional
+        Each row's position in the data it was taken from (kept by :meth:`take` and :meth:`split`), so that a
+        tree's leaves can find their rows' other attributes (original coordinates, weights before an update).
+        Default: ``arange(n_samples)``.
     """
 
     #: Rows are in memory: pursuit evaluates whole arrays (see ``ChunkedNode`` for rows held in chunks).
     chunked = False
 
-    def __init__(self, X: np.ndarray, weights: np.ndarray | None = None, spread: np.ndarray | None = None):
+    def __init__(
+        self,
+        X: np.ndarray,
+        weights: np.ndarray | None = None,
+        spread: np.ndarray | None = None,
+        index: np.ndarray | None = None,
+    ):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         n = self.X.shape[0]
         self.weights = np.ones(n) if weights is None else np.ascontiguousarray(weights, dtype=np.float64)
         self.total_weight = float(self.weights.sum())
         self.spread = spread
+        self._index = index
         self._mean: np.ndarray | None = None
         self._token: str | None = None
 
@@ -53,6 +64,13 @@ class InMemoryData:
         if self._token is None:
             self._token = dask.base.tokenize(self.X, self.weights, self.spread)
         return self._token
+
+    @property
+    def index(self) -> np.ndarray:
+        """Each row's position in the data it was taken from."""
+        if self._index is None:
+            self._index = np.arange(self.X.shape[0])
+        return self._index
 
     @property
     def within_variance(self) -> float:
@@ -121,7 +139,8 @@ class InMemoryData:
 
     def take(self, rows: np.ndarray) -> InMemoryData:
         """The subset of rows given by an index array or a boolean mask."""
-        return InMemoryData(self.X[rows], self.weights[rows], None if self.spread is None else self.spread[rows])
+        spread = None if self.spread is None else self.spread[rows]
+        return InMemoryData(self.X[rows], self.weights[rows], spread, self.index[rows])
 
     def split(self, v: np.ndarray, b: float) -> tuple[InMemoryData, InMemoryData]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""

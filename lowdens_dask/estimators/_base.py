@@ -10,7 +10,7 @@ import numpy as np
 from ..backend import InMemoryData
 from ..backend.chunked import ChunkedNode, task_slots
 from ..backend.frame import Frame
-from ..tree.grower import Refine
+from ..tree.hyperplanes import Refine
 from ._scale_out import exact_frame, rows_frame
 from ._validation import single_threaded_blas
 

@@ -23,11 +23,11 @@
    microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread (benchmarks/agreement.py
    has the current figures). Each restart (e.g. MDH's PC1 and PC2) of each new leaf runs as a named Dask
    task (``lowdens-split-node-<id>-start-<j>``), both children of a split at once
-   (:mod:`lowdens_dask.tree.grower`);
+   (:mod:`lowdens_dask.tree.hyperplanes`);
 3. with ``refine=k``, each split is polished before it is made: k exact L-BFGS steps over the rows that
    reach the node, from every start's summary hyperplane at once, at the continuation stage the summary
    reached (MDH's alpha); the start the index scores best on the rows wins
-   (:func:`lowdens_dask.tree.grower.polish`). The node's rows and its microclusters are then split by the
+   (:func:`lowdens_dask.tree.hyperplanes.polish`). The node's rows and its microclusters are then split by the
    polished hyperplane, and node sizes count rows;
 4. one final pass routes every row to its leaf (one product of each chunk, in its own dtype, with every
    hyperplane's direction: :class:`~lowdens_dask.tree.routing.Router`); with ``labels_store`` the labels are
@@ -334,6 +334,15 @@ def build_summary(est, X) -> ClusterSummary:
         return rows_summary(rows, weights, arr.shape[0])
     summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
     return ClusterSummary.from_data(summary.data, summary.n_rows)
+
+
+def summary_of_rows(est, X, weights: np.ndarray | None) -> ClusterSummary:
+    """The summary a first update merges into after a fit in memory or in exact mode: :func:`build_summary` of the
+    rows fitted (``X``, finite rows in memory or the chunked input), or for weighted rows in memory the rows
+    themselves merged down to ``max_microclusters``."""
+    if weights is None:
+        return build_summary(est, X)
+    return rows_summary(X, weights, X.shape[0]).bounded(getattr(est, "max_microclusters", None), 0)
 
 
 def check_n_features(est, X) -> None:

@@ -18,8 +18,10 @@ from ..backend.cluster_summary import ClusterSummary
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..pursuit.significance import SplitTest
-from ..tree.grower import HyperplaneSplitter, grow_tree
-from ..tree.update import update_tree
+from ..backend.chunked import task_slots
+from ..tree import ClusterTree
+from ..tree.grower import GrowthRules, History, grow
+from ..tree.hyperplanes import HyperplaneSplitter
 from ._base import TreeFitMixin
 from ._progress import progress_bar
 from ._scale_out import (
@@ -30,6 +32,7 @@ from ._scale_out import (
     is_chunked_input,
     max_node_bytes,
     route_rows,
+    summary_of_rows,
     update_in_summary_mode,
     use_summary_mode,
 )
@@ -46,7 +49,7 @@ from ._validation import (
 
 class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
     """Grow a ClusterTree by repeatedly splitting the leaf with the largest split index
-    (:func:`lowdens_dask.tree.grower.grow_tree`).
+    (:func:`lowdens_dask.tree.grower.grow`).
 
     Each node is re-centred and its split (PCs, bandwidth or scale) recomputed from its own rows. A leaf
     whose split is not valid is split only by ``force_n_clusters``. With ``split_index="size"`` a leaf's
@@ -89,14 +92,17 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         """
         self._check_params()
         check_scale_out_params(self)
-        for name in ("summary_", "update_report_"):
+        for name in ("summary_", "update_report_", "_rows_fitted"):
             self.__dict__.pop(name, None)
         if use_summary_mode(self, X):
             return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
         if is_chunked_input(X):
-            return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._route, self._fit_rows)
+            fit_exact_chunked(self, X, sample_weight, self._fit_node, self._route, self._fit_rows)
+            self._rows_fitted = (X, None)  # summarised when the first update comes
+            return self
         X, weights, finite = check_fit_rows(self, X, sample_weight)
         self._fit_rows(X, weights)
+        self._rows_fitted = (X, None if sample_weight is None else weights)
         self.labels_ = labels_with_skipped(self.tree_.predict(X), finite)
         self.n_nonfinite_ = 0 if finite is None else int((~finite).sum())
         self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
@@ -107,7 +113,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
 
         The first call fits X in summary mode (whatever ``mode`` says). Each later call summarises only X's rows
         (one pass), merges them into ``summary_`` (with ``decay``, the rows seen before keep ``1 - decay`` of
-        their weight) and updates ``tree_`` on the merged summary (:mod:`lowdens_dask.tree.update` has the
+        their weight) and updates ``tree_`` on the merged summary (:mod:`lowdens_dask.tree.grower` has the
         rules): each split is re-pursued from its hyperplane, and kept as it is while it still lies in low density
         and, for ``n_clusters="auto"``, is still significant on held-out microclusters; with ``"auto"`` (or None)
         a split that is no longer significant (valid) is merged back and a leaf whose best split has become
@@ -117,9 +123,13 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         0..K-1. ``labels_`` are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and
         ``tree_.update`` counts the updates (each node records ``created`` and ``changed``).
 
-        An estimator fitted by :meth:`fit` in exact mode has no summary: set ``summary_`` (the summary of the
-        rows it was fitted on, :func:`~lowdens_dask.estimators.build_summary`) before updating it.
-        ``sample_weight`` is not supported (the summary's microclusters carry the row counts).
+        After :meth:`fit` in memory or in exact mode, the first update summarises the rows the fit saw (one pass, as
+        summary mode would: :func:`~lowdens_dask.estimators.build_summary`) and updates the fitted tree. The fit
+        holds a reference to those rows until then (not pickled: an estimator unpickled before its first update
+        starts afresh, with a warning). Splits are found, judged and made by the rules of :meth:`fit`:
+        ``split_index``, ``force_n_clusters``, ``max_clusters`` and ``n_clusters`` (an integer: the tree grows, or
+        merges back its latest splits, to that many leaves). ``sample_weight`` is not supported (the summary's
+        microclusters carry the row counts).
         """
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported by partial_fit (the summary carries the weights).")
@@ -127,13 +137,16 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         check_scale_out_params(self)
         if hasattr(self, "tree_"):
             check_n_features(self, X)
+        if hasattr(self, "tree_") and not hasattr(self, "summary_") and hasattr(self, "_rows_fitted"):
+            self.summary_ = summary_of_rows(self, *self._rows_fitted)
+            del self._rows_fitted
         if hasattr(self, "summary_"):
             return update_in_summary_mode(self, X, self._update_tree, self._route)
         if hasattr(self, "tree_"):
             warn(
-                f"This {type(self).__name__} was fitted in exact mode and has no summary of the rows it saw, which an "
-                "update needs, so partial_fit starts a new fit from X (set summary_ = build_summary(estimator, "
-                "X_fitted) before partial_fit to update the fit instead)."
+                f"This {type(self).__name__} has no summary of the rows it was fitted on (it was unpickled, or its "
+                "summary_ deleted), which an update needs, so partial_fit starts a new fit from X (set summary_ = "
+                "build_summary(estimator, X_fitted) before partial_fit to update the fit instead)."
             )
         fit_in_summary_mode(self, X, None, self._fit_rows, self._route)
         self.tree_.stabilise_labels()
@@ -149,63 +162,74 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         }
         return self
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_rows_fitted", None)  # the rows of an in-memory or exact fit stay with the user
+        return state
+
     def _update_tree(self, summary: ClusterSummary, old_weights: np.ndarray) -> dict:
-        """Update ``tree_`` to the merged summary (:func:`lowdens_dask.tree.update.update_tree`)."""
+        """Update ``tree_`` to the merged summary: :func:`~lowdens_dask.tree.grower.grow` from the fitted tree, by
+        the rules of a fit (:meth:`_rules`)."""
         frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
         points = InMemoryData(Z, summary.weights, spread)
-        target, test = self._target()
-        grow = test is not None or getattr(self, "n_clusters", 2) is None  # the one-split SCPP and LMSC: 2
+        rules = self._rules()
+        splitter = self._splitter(frame, rules.test, points, parallel=task_slots(), original=summary.means)
+        history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights)
         with single_threaded_blas():
-            return update_tree(
-                self.tree_,
-                points,
-                summary.means,
-                summary.spread,
-                old_weights,
-                self._splitter(frame, test, points),
-                grow=grow,
-                max_leaves=target if grow else None,
-                level=None if test is None else test.level,
-                min_size=getattr(self, "min_size", 0.0),
-            )
+            growth = grow(self.tree_, points, splitter, rules, history=history)
+        self._set_growth(growth)
+        return growth.report
 
     def _target(self):
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
         return growth_target(self)
 
-    def _splitter(self, frame, test, points):
-        return HyperplaneSplitter(self._method, self._index_params(), self.min_size, frame, test)
+    def _rules(self) -> GrowthRules:
+        """How the tree grows, in :meth:`fit` and :meth:`partial_fit` alike."""
+        target, test = self._target()
+        n_clusters = getattr(self, "n_clusters", 2)  # the one-split SCPP and LMSC: 2
+        told = isinstance(n_clusters, numbers.Integral)
+        return GrowthRules(
+            target,
+            self._rank,
+            lazy=self.split_index == "size",
+            force=bool(getattr(self, "force_n_clusters", False)) and told,
+            merge=not told,
+            test=test,
+        )
+
+    def _splitter(self, frame, test, data, *, parallel=0, refine=None, original=None):
+        chunked = data.chunked
+        return HyperplaneSplitter(
+            self._method, self._index_params(), self.min_size, frame, test, parallel=parallel, refine=refine,
+            max_node_bytes=max_node_bytes(self) if chunked else 0.0,
+        )  # fmt: skip
+
+    def _tree_params(self) -> dict:
+        """The parameters the tree records."""
+        return {**self._index_params(), "min_size": self.min_size}
 
     def _route(self, arr, out=None):
         return route_rows(self.tree_, arr, out)
 
     def _fit_data(self, data, frame, parallel: int, refine) -> None:
+        """Grow a one-leaf tree on ``data`` (in ``frame``): :func:`~lowdens_dask.tree.grower.grow`."""
+        rules = self._rules()
+        splitter = self._splitter(frame, rules.test, data, parallel=parallel, refine=refine)
+        tree = ClusterTree(data.n_features, self._method, self._tree_params(), root_size=data.total_weight)
         rows = data if data.chunked else None if refine is None else refine.rows
         passes = None if rows is None else (lambda: rows.counter.total)
-        target, test = self._target()
-        told = isinstance(self.n_clusters, numbers.Integral)
-        bar = progress_bar(type(self).__name__, target, passes, draw=rows is not None)
+        bar = progress_bar(type(self).__name__, rules.n_clusters, passes, draw=rows is not None)
         try:
-            growth = grow_tree(
-                data,
-                self._method,
-                self._index_params(),
-                n_clusters=target,
-                rank=self._rank,
-                lazy=self.split_index == "size",
-                min_size=self.min_size,
-                frame=frame,
-                force=bool(self.force_n_clusters) and told,
-                parallel=parallel,
-                refine=refine,
-                max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
-                progress=bar,
-                test=test,
-            )
+            growth = grow(tree, data, splitter, rules, progress=bar)
         finally:
             if bar is not None:
                 bar.close()
-        self.n_evaluations_ = growth.n_evaluations
+        self._set_growth(growth)
+
+    def _set_growth(self, growth) -> None:
+        """The fitted attributes of a grown tree, with the warnings of a growth that fell short of ``n_clusters``."""
+        told = isinstance(self.n_clusters, numbers.Integral)
         if growth.n_forced:
             warn(
                 f"{growth.n_forced} of the {growth.n_leaves - 1} splits were forced to reach n_clusters="
@@ -219,6 +243,7 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
             )
         self.tree_ = growth.tree
         self.n_clusters_ = growth.n_leaves
+        self.n_evaluations_ = growth.n_evaluations
 
     def _rank(self, node, data, hp: Hyperplane | None) -> float:
         if callable(self.split_index):
@@ -350,7 +375,7 @@ class MDHClustering(_DivisiveClustering):
     summary_ : ClusterSummary
         Summary mode and :meth:`partial_fit`: the microclusters of every row seen, which updates merge into.
     update_report_ : dict
-        After :meth:`partial_fit`: what the last update did (:mod:`lowdens_dask.tree.update`): ``update``,
+        After :meth:`partial_fit`: what the last update did (:mod:`lowdens_dask.tree.grower`): ``update``,
         ``n_rows``, ``n_clusters_before``, ``n_clusters``, ``nodes`` (each split's ``action``: "kept",
         "re-pursued", "split" or "merged", with ``rerouted``, ``angle_degrees``, ``threshold_shift``,
         ``p_value``), ``leaves`` (each cluster id's ``share_before`` and ``share_new``) and ``drift`` (``psi``,

@@ -13,8 +13,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array
 from ..backend.frame import Frame
-from ..tree import hyperplane_side
-from ..tree.grower import grow_tree
+from ..tree import ClusterTree, hyperplane_side
+from ..tree.grower import GrowthRules, grow
+from ..tree.hyperplanes import HyperplaneSplitter
 from ._base import TreeFitMixin
 from ._scale_out import (
     check_scale_out_params,
@@ -25,10 +26,6 @@ from ._scale_out import (
     use_summary_mode,
 )
 from ._validation import check_fit_rows, labels_with_skipped, predict_rows
-
-
-def _no_rank(node, data, hp) -> float:
-    return 0.0
 
 
 class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
@@ -73,32 +70,26 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
         if v0 is not None and not callable(v0) and frame.scale is not None:
             v0 = np.asarray(v0, dtype=np.float64)
             params["v0"] = v0 * (frame.scale if v0.ndim == 1 else frame.scale[:, None])
-        growth = grow_tree(
-            data,
-            self._method,
-            params,
-            n_clusters=2,
-            rank=_no_rank,
-            lazy=True,
-            min_size=self.min_size,
-            frame=frame,
-            refine=refine,
+        splitter = HyperplaneSplitter(
+            self._method, params, self.min_size, frame, refine=refine,
             max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
-        )
-        hp = growth.root_split
-        if hp is None:  # the grower does not try a node whose weight cannot leave min_size on each side
+        )  # fmt: skip
+        tree = ClusterTree(data.n_features, self._method, {**params, "min_size": self.min_size}, data.total_weight)
+        growth = grow(tree, data, splitter, GrowthRules(2, lazy=True))
+        if growth.root is None:  # the grower does not try a node whose weight cannot leave min_size on each side
             raise ValueError(
                 f"{type(self).__name__}: the rows' total weight, {data.total_weight:.6g}, is below 2 * min_size "
                 f"= {2 * self.min_size:.6g}, so no split can leave min_size on each side; scale sample_weight "
                 "up or lower min_size."
             )
+        hp = splitter.original(growth.root)
         root = growth.tree.root
         if not root.is_leaf:  # the split made (polished with refine)
             hp = hp._replace(v=root.v, b=root.b, stats=root.stats, params=root.params)
         else:
             warn(self._no_split_warning)
         self._set_split(hp)
-        self.n_evaluations_ = growth.root_split.n_evaluations
+        self.n_evaluations_ = growth.n_evaluations
 
     def _set_split(self, hp) -> None:
         self.v_ = hp.v

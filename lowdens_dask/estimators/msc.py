@@ -12,6 +12,7 @@ as JSON and route Dask chunks like every other tree.
 
 from __future__ import annotations
 
+import copy
 import numbers
 
 import dask
@@ -38,8 +39,10 @@ from ..pursuit.msc import (
     orientation,
     solve_moments,
 )
-from ..pursuit.significance import SplitTest, half_indices, mean_difference_test
+from ..pursuit.significance import SplitTest, half_indices, is_significant, mean_difference_test
 from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
+from ..tree.grower import GrowthRules, grow
+from ..tree.splitter import Candidate, Cut, SplitterBase
 from ._scale_out import (
     check_enough_rows,
     check_scale_out_params,
@@ -377,16 +380,65 @@ class _ChunkedGrowth:
         return rule, params, {"fval": separation, "separation": separation, "eigengap": gap}
 
 
-def _split_largest(leaves, blocked, pick, split) -> bool:
-    """Split the largest splittable leaf (ties: the lowest id); returns False when none can be split."""
-    while True:
-        candidates = [leaf for leaf in leaves if leaf not in blocked]
-        if not candidates:
-            return False
-        leaf = max(candidates, key=lambda j: (pick(j), -j))
-        if split(leaf):
-            return True
-        blocked.add(leaf)
+class _RowsSplitter(SplitterBase):
+    """MSC splits of distinct rows in memory (``U``, weights ``c``): a leaf is
+    :class:`~lowdens_dask.backend.InMemoryData` of its rows' positions in ``U``; with ``test`` (``"auto"``) the split
+    is found on a random half and tested on the other along the sides' mean difference."""
+
+    method = "msc"
+
+    def __init__(self, est, U: np.ndarray, c: np.ndarray, test: SplitTest | None, rng: np.random.Generator):
+        self.est, self.U, self.c, self.test, self.rng = est, U, c, test, rng
+        self.tested = test is not None
+
+    def find(self, node: int, data, start=None) -> Candidate | None:
+        idx = data.index
+        seed = int(self.rng.integers(2**31 - 1))
+        fit = idx if self.test is None else idx[half_indices(len(idx), self.test.seed, node)[0]]
+        found = _split_rows(self.est, self.U[fit], self.c[fit], seed)
+        if found is None:
+            return None
+        rule, params, stats = found
+        if self.test is not None:  # found on one half, tested on the other along the sides' mean difference
+            held = idx[half_indices(len(idx), self.test.seed, node)[1]]
+            U, c = self.U, self.c
+            stats = {**stats, **mean_difference_test(U[fit], c[fit], rule.side(U[fit]), InMemoryData(U[held], c[held]))}
+        return Candidate(rule, params, stats, is_significant(stats, self.test))
+
+    def cut(self, node: int, data, candidate: Candidate, forced: bool) -> Cut | None:
+        side = candidate.rule.side(self.U[data.index])
+        if side.all() or not side.any():
+            return None
+        parts = (data.take(~side), data.take(side))
+        return Cut(candidate.rule, parts, tuple(p.total_weight for p in parts), candidate.params, candidate.stats)
+
+
+class _ChunkedSplitter(SplitterBase):
+    """MSC splits of chunked rows (landmark solver, :class:`_ChunkedGrowth`): a leaf is split with the summary of its
+    rows (count, moments, landmark sample) that the latest leaves pass gave (``info``); a split is made on a copy
+    of the tree first, and the next leaves pass counts its sides (a side left empty: not split) and refreshes
+    every leaf's summary."""
+
+    method = "msc"
+
+    def __init__(self, growth: _ChunkedGrowth, tree: ClusterTree, info: dict):
+        self.growth, self.tree, self.info = growth, tree, info
+
+    def find(self, node: int, data, start=None) -> Candidate | None:
+        found = self.growth.split(self.tree, node, self.info[node], int(self.growth.rng.integers(2**31 - 1)))
+        return None if found is None else Candidate(*found, True)
+
+    def cut(self, node: int, data, candidate: Candidate, forced: bool) -> Cut | None:
+        trial = copy.deepcopy(self.tree)
+        children = trial.add_rule_split(node, self.method, candidate.rule, (0.0, 0.0), {}, {}).children
+        info, _ = self.growth.leaves_pass(trial)
+        counts = [info[child][0] if child in info else 0.0 for child in children]
+        if min(counts) == 0:  # MSC left a side empty: the leaf stays a leaf
+            info[node] = info.pop(children[0] if counts[0] else children[1])
+            self.info = info
+            return None
+        self.info = info
+        return Cut(candidate.rule, tuple(info[c] for c in children), tuple(counts), candidate.params, candidate.stats)
 
 
 class _MSCBase(ClusterMixin, BaseEstimator):
@@ -426,44 +478,12 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         positive = weights > 0
         U, inverse = np.unique(X[positive], axis=0, return_inverse=True)
         c = np.bincount(inverse.ravel(), weights=weights[positive], minlength=U.shape[0])
-        tree = ClusterTree(X.shape[1], self._method, {}, root_size=float(weights.sum()))
-        leaves, sizes, blocked = {0: np.arange(U.shape[0])}, {0: float(c.sum())}, set()
-        rng = np.random.default_rng(self.random_state)
         target, test = self._target()
-        tested = {}  # auto: leaf -> (would-be rule, params, stats) of a split that was not significant
-
-        def split(leaf: int) -> bool:
-            idx = leaves[leaf]
-            seed = int(rng.integers(2**31 - 1))
-            fit = idx if test is None else idx[half_indices(len(idx), test.seed, leaf)[0]]
-            found = _split_rows(self, U[fit], c[fit], seed)
-            if found is None:
-                return False
-            rule, params, stats = found
-            if test is not None:  # found on one half, tested on the other along the sides' mean difference
-                held = idx[half_indices(len(idx), test.seed, leaf)[1]]
-                stats = {**stats, **mean_difference_test(U[fit], c[fit], rule.side(U[fit]), InMemoryData(U[held], c[held]))}
-                if stats["p_value"] >= test.level:
-                    tested[leaf] = (rule, params, stats)
-                    return False
-            side = rule.side(U[idx])
-            if side.all() or not side.any():
-                return False
-            parts = (idx[~side], idx[side])
-            part_sizes = tuple(float(c[p].sum()) for p in parts)
-            node = tree.add_rule_split(leaf, self._method, rule, part_sizes, params, stats)
-            del leaves[leaf]
-            for child, part, size in zip(node.children, parts, part_sizes):
-                leaves[child], sizes[child] = part, size
-            return True
-
+        splitter = _RowsSplitter(self, U, c, test, np.random.default_rng(self.random_state))
+        tree = ClusterTree(X.shape[1], self._method, {}, root_size=float(weights.sum()))
         with single_threaded_blas():
-            while len(leaves) < target:
-                if not _split_largest(leaves, blocked, sizes.__getitem__, split):
-                    break
-        for leaf, (rule, params, stats) in tested.items():  # the leaves' tests, with the split they were not given
-            tree.nodes[leaf].set_rule(self._method, rule, params, stats)
-        self._set_tree(tree)
+            growth = grow(tree, InMemoryData(U, c), splitter, GrowthRules(target, lazy=True, test=test))
+        self._set_tree(growth.tree)
 
     def _fit_chunked(self, X, sample_weight) -> _MSCBase:
         name = type(self).__name__
@@ -497,45 +517,13 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         if np.all(info[0][3] == info[0][4]):
             raise ValueError("Every feature of X is constant; there is no direction to split along.")
         tree = ClusterTree(arr.shape[1], self._method, {}, root_size=info[0][0])
-        blocked: set[int] = set()
         with single_threaded_blas():
-            while tree.n_leaves < self._n_clusters():
-                leaf = self._next_chunked_split(growth, tree, info, blocked)
-                if leaf is None:
-                    break
-                info, _ = growth.leaves_pass(tree)
-                node = tree.nodes[leaf]
-                counts = [info[child][0] if child in info else 0.0 for child in node.children]
-                if min(counts) == 0:  # MSC left a side empty: the leaf stays a leaf
-                    info[leaf] = info.pop(node.children[0] if counts[0] else node.children[1])
-                    tree.prune(node)
-                    blocked.add(leaf)
-                else:
-                    for child, count in zip(node.children, counts):
-                        tree.nodes[child].size = float(count)
+            grow(tree, info[0], _ChunkedSplitter(growth, tree, info), GrowthRules(self._n_clusters(), lazy=True))
         self._set_tree(tree)
         self.n_nonfinite_ = nonfinite
         self.n_passes_ = growth.passes + 1
         self.labels_ = store_labels(self, arr, self._route)
         return self
-
-    def _next_chunked_split(self, growth: _ChunkedGrowth, tree: ClusterTree, info: dict, blocked: set):
-        """Split the largest splittable leaf (its sides' sizes are set by the next pass); its id, or None."""
-        seed = int(growth.rng.integers(2**31 - 1))
-        leaves = {leaf.id: info[leaf.id] for leaf in tree.leaves() if leaf.id in info}
-
-        def split(leaf: int) -> bool:
-            found = growth.split(tree, leaf, leaves[leaf], seed)
-            if found is None:
-                return False
-            rule, params, stats = found
-            tree.add_rule_split(leaf, self._method, rule, (0.0, 0.0), params, stats)
-            return True
-
-        before = set(leaves)
-        if not _split_largest(leaves, blocked, lambda j: leaves[j][0], split):
-            return None
-        return next(leaf for leaf in before if not tree.nodes[leaf].is_leaf)
 
     def _set_tree(self, tree: ClusterTree) -> None:
         if self._n_clusters() != "auto" and tree.n_leaves < self._n_clusters():

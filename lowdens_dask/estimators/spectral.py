@@ -17,7 +17,10 @@ from .._warnings import warn
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import HyperplaneRule
-from ..tree.spectral import SpectralSplitter, grow_spectral_tree, grow_spectral_tree_chunked
+from ..backend import InMemoryData
+from ..tree import ClusterTree
+from ..tree.grower import GrowthRules, by_size, grow
+from ..tree.spectral import SpectralSplitter, least_connected
 from ._scale_out import (
     MAX_MICROCLUSTERS_PER_CHUNK,
     exact_frame,
@@ -217,24 +220,46 @@ class _SpectralClustering(_DivisiveClustering):
             k = AUTO_BALANCE_CLUSTERS if self.max_clusters is None else self.max_clusters
         return total / k / 5 if SCHEMES[self.scheme]["min_side_rule"] == "package" else total / (2 * k)
 
+    def _rank(self, node, data, found) -> float:
+        return by_size(node, data, found) if self._split_index() == "size" else least_connected(node, data, found)
+
+    def _rules(self) -> GrowthRules:
+        target, test = self._target()
+        told = isinstance(self._n_clusters(), numbers.Integral)
+        return GrowthRules(target, self._rank, lazy=self._split_index() == "size", merge=not told, test=test)
+
+    def _tree_params(self) -> dict:
+        return self._split_params()
+
+    def _splitter(self, frame, test, data, *, parallel=0, refine=None, original=None, spread=0.0):
+        if data.chunked:
+            return SpectralSplitter(
+                self._method, self._split_params(), self._min_side(data.total_weight), frame, test,
+                random_state=self.random_state, rows_per_microcluster=self.rows_per_microcluster,
+                max_per_chunk=MAX_MICROCLUSTERS_PER_CHUNK,
+            )  # fmt: skip
+        if original is not None:  # an update: the spread of the merged summary, and seeds of this update
+            spread = data.within_variance
+            random_state = [_seed(self.random_state), self.tree_.update + 1]
+        else:
+            original = data.X if frame.mean is None else data.X * frame.scale + frame.mean
+            random_state = self.random_state
+        return SpectralSplitter(
+            self._method, self._split_params(), self._min_side(data.total_weight), frame, test, original=original,
+            spread=spread, random_state=random_state,
+        )  # fmt: skip
+
     def _fit_node(self, root) -> None:
         """Exact mode on chunked input: each leaf's points are microclusters of its own rows (a pass each)."""
-        node, frame = exact_frame(self, root)
         with single_threaded_blas():
-            growth = grow_spectral_tree_chunked(
-                node,
-                self._method,
-                self._split_params(),
-                n_clusters=self._target()[0],
-                min_side=self._min_side(node.total_weight),
-                rows_per_microcluster=self.rows_per_microcluster,
-                max_per_chunk=MAX_MICROCLUSTERS_PER_CHUNK,
-                frame=frame,
-                random_state=self.random_state,
-                split_index=self._split_index(),
-                test=self._target()[1],
-            )
-        self._set_growth(growth)
+            self._fit_data(*exact_frame(self, root), 0, None)
+
+    def _fit_data(self, data, frame, parallel: int, refine, spread: float = 0.0) -> None:
+        rules = self._rules()
+        splitter = self._splitter(frame, rules.test, data, spread=spread)
+        tree = ClusterTree(data.n_features, self._method, self._tree_params(), root_size=data.total_weight)
+        with single_threaded_blas():
+            self._set_growth(grow(tree, data, splitter, rules))
 
     def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
         # the frame exact mode fits in: standardised if asked, columns constant up to rounding set aside either way
@@ -243,31 +268,11 @@ class _SpectralClustering(_DivisiveClustering):
         within = 0.0 if spread is None else float(weights @ spread / weights.sum())
         if self.standardize and not constant.all():
             within /= float(np.mean(frame.scale[~constant] ** 2))
-        with single_threaded_blas():
-            growth = grow_spectral_tree(
-                Z,
-                weights,
-                self._method,
-                self._split_params(),
-                n_clusters=self._target()[0],
-                min_side=self._min_side(float(weights.sum())),
-                frame=frame,
-                spread=within,
-                random_state=self.random_state,
-                split_index=self._split_index(),
-                test=self._target()[1],
-            )
-        self._set_growth(growth)
+        self._fit_data(InMemoryData(Z, weights), frame, 0, None, spread=within)
 
     def _target(self):
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
         return growth_target(self) if self._n_clusters() == "auto" else (self._n_clusters(), None)
-
-    def _splitter(self, frame, test, points):
-        seed = int(self.random_state) if isinstance(self.random_state, numbers.Integral) else 0
-        return SpectralSplitter(
-            self._method, self._split_params(), self._min_side(points.total_weight), frame, points.within_variance, test, seed
-        )
 
     def _set_growth(self, growth) -> None:
         if self._n_clusters() != "auto" and growth.n_leaves < self._n_clusters():
@@ -278,6 +283,10 @@ class _SpectralClustering(_DivisiveClustering):
         self.tree_ = growth.tree
         self.n_clusters_ = growth.n_leaves
         self.n_evaluations_ = growth.n_evaluations
+
+
+def _seed(random_state) -> int:
+    return int(random_state) if isinstance(random_state, numbers.Integral) else 0
 
 
 def _clustering_doc(summary: str, n_components: int, laplacian: str | None, scheme: str) -> str:

@@ -27,8 +27,10 @@ from ..pursuit.svm_relabel import (
     support_vector_clusters,
     svm_relabel_split,
 )
-from ..pursuit.significance import SplitTest, half_indices, mean_difference_test
+from ..pursuit.significance import SplitTest, half_indices, is_significant, mean_difference_test
 from ..tree import ClusterTree
+from ..tree.grower import GrowthRules, grow
+from ..tree.splitter import Candidate, Cut, SplitterBase
 from ..tree.rules import KernelExpansionRule
 from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows
 from ._validation import (
@@ -67,6 +69,61 @@ def _check_bool(value, name: str) -> None:
     is_bool = isinstance(value, (bool, np.bool_))
     if not is_bool:  # a ValueError, as for every other parameter (scikit-learn's convention)
         raise ValueError(f"{name} must be True or False; got {value!r}.")
+
+
+class _RelabelSplitter(SplitterBase):
+    """SVM-relabel splits of points in memory (rows, or summaries with their per-dimension ``spread``): a leaf is
+    :class:`~lowdens_dask.backend.InMemoryData` of its points; the labelling is found on the points standardised
+    (``Z``, with ``mean`` and ``scale``) and its rule routes the original rows. With ``test`` (``"auto"``) it is
+    found on a random half and tested on the other along the sides' mean difference."""
+
+    method = "svm-relabel"
+
+    def __init__(self, X, weights, Z, spread, mean, scale, params: dict, test: SplitTest | None, seeds):
+        self.X, self.weights, self.Z, self.spread, self.mean, self.scale = X, weights, Z, spread, mean, scale
+        self.params, self.test, self.seeds = params, test, seeds
+        self.tested = test is not None
+
+    def find(self, node: int, data, start=None) -> Candidate | None:
+        rows = data.index
+        fit = rows if self.test is None else rows[half_indices(len(rows), self.test.seed, node)[0]]
+        w = self.weights[fit]
+        within = 0.0 if self.spread is None else self.Z.shape[1] * float(w @ self.spread[fit] / w.sum())
+        split = svm_relabel_split(
+            self.Z[fit], w, spread=within, random_state=int(self.seeds.randint(2**31 - 1)), **self.params
+        )
+        if split is None:
+            return None
+        support = split.support if self.mean is None else split.support * self.scale + self.mean
+        rule = KernelExpansionRule(support, split.coef, split.intercept, "rbf", split.gamma, self.scale)
+        stats = {
+            "fval": split.sse,
+            "sse": split.sse,
+            "sse_null_threshold": split.null_threshold,
+            "sse_null_mean": split.null_mean,
+            "sse_null_p_value": split.p_value,
+            "converged": float(split.converged),
+            "n_points": split.n_points,
+            "n_support": len(split.coef),
+            "n_svm_fits": split.n_fits,
+            "n_relabel_runs": split.n_runs,
+            "n_successful": split.n_successful,
+        }
+        if self.test is not None:  # found on one half, tested on the other along the sides' mean difference
+            held = rows[half_indices(len(rows), self.test.seed, node)[1]]
+            spread = None if self.spread is None else self.spread[held]
+            test_rows = InMemoryData(self.X[held], self.weights[held], spread)
+            stats.update(mean_difference_test(self.X[fit], w, rule.side(self.X[fit]), test_rows))
+        params = {"gamma": split.gamma, "C": float(self.params["C"])}
+        return Candidate(rule, params, stats, is_significant(stats, self.test), split, split.n_fits)
+
+    def cut(self, node: int, data, candidate: Candidate, forced: bool) -> Cut | None:
+        side = candidate.rule.side(self.X[data.index])
+        parts = (data.take(~side), data.take(side))
+        sizes = tuple(part.total_weight for part in parts)
+        if min(sizes) <= 0:  # rounding moved every point of one side across f = 0
+            return None
+        return Cut(candidate.rule, parts, sizes, candidate.params, candidate.stats)
 
 
 class SVMRelabelClustering(ClusterMixin, BaseEstimator):
@@ -303,76 +360,19 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
                 spread = spread / np.mean(scale**2)
         params = self._split_params()
         tree = ClusterTree(X.shape[1], self._method, params, root_size=float(weights.sum()))
-        leaves = {0: np.arange(X.shape[0])}
-        unsplittable: set[int] = set()
-        seeds = check_random_state(self.random_state)
-        evaluations = 0
         target, test = self._target()
-        tested = {}  # auto: leaf -> (would-be rule, params, stats) of a split that was not significant
+        splitter = _RelabelSplitter(X, weights, Z, spread, mean, scale, params, test, check_random_state(self.random_state))
         with single_threaded_blas():
-            while len(leaves) < target:
-                candidates = [leaf for leaf in leaves if leaf not in unsplittable]
-                if not candidates:
-                    break
-                leaf = max(candidates, key=lambda j: (tree.nodes[j].size, -j))
-                rows = leaves[leaf]
-                fit = rows if test is None else rows[half_indices(len(rows), test.seed, leaf)[0]]
-                w = weights[fit]
-                within = 0.0 if spread is None else Z.shape[1] * float(w @ spread[fit] / w.sum())
-                split = svm_relabel_split(
-                    Z[fit], w, spread=within, random_state=int(seeds.randint(2**31 - 1)), **params
-                )
-                if split is None:
-                    unsplittable.add(leaf)
-                    continue
-                evaluations += split.n_fits
-                support = split.support if mean is None else split.support * scale + mean
-                rule = KernelExpansionRule(support, split.coef, split.intercept, "rbf", split.gamma, scale)
-                test_stats = {}
-                if test is not None:  # found on one half, tested on the other along the sides' mean difference
-                    held = rows[half_indices(len(rows), test.seed, leaf)[1]]
-                    test_rows = InMemoryData(X[held], weights[held], None if spread is None else spread[held])
-                    test_stats = mean_difference_test(X[fit], w, rule.side(X[fit]), test_rows)
-                    if test_stats["p_value"] >= test.level:
-                        tested[leaf] = (rule, {"gamma": split.gamma, "C": float(self.C)}, test_stats)
-                        unsplittable.add(leaf)
-                        continue
-                w = weights[rows]
-                side = rule.side(X[rows])
-                sizes = (float(w[~side].sum()), float(w[side].sum()))
-                if min(sizes) <= 0:  # rounding moved every point of one side across f = 0
-                    unsplittable.add(leaf)
-                    continue
-                stats = {
-                    "fval": split.sse,
-                    "sse": split.sse,
-                    "sse_null_threshold": split.null_threshold,
-                    "sse_null_mean": split.null_mean,
-                    "sse_null_p_value": split.p_value,
-                    "converged": float(split.converged),
-                    "n_points": split.n_points,
-                    "n_support": len(split.coef),
-                    "n_svm_fits": split.n_fits,
-                    "n_relabel_runs": split.n_runs,
-                    "n_successful": split.n_successful,
-                    **test_stats,
-                }
-                node = tree.add_rule_split(
-                    leaf, self._method, rule, sizes, {"gamma": split.gamma, "C": float(self.C)}, stats
-                )
-                del leaves[leaf]
-                for child, part in zip(node.children, (rows[~side], rows[side])):
-                    leaves[child] = part
-        for leaf, (rule, rule_params, stats) in tested.items():  # the leaves' tests and would-be splits
-            tree.nodes[leaf].set_rule(self._method, rule, rule_params, stats)
-        if test is None and len(leaves) < self.n_clusters:
+            growth = grow(tree, InMemoryData(X, weights), splitter, GrowthRules(target, lazy=True, test=test))
+        leaves, evaluations = growth.n_leaves, growth.n_evaluations
+        if test is None and leaves < self.n_clusters:
             warn(
-                f"Only {len(leaves)} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf has "
+                f"Only {leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf has "
                 f"a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "
                 "weight on each side."
             )
         self.tree_ = tree
-        self.n_clusters_ = len(leaves)
+        self.n_clusters_ = leaves
         self.n_evaluations_ = evaluations
         self.n_iter_ = evaluations
 

@@ -119,6 +119,7 @@ def with_test(hp: Hyperplane, test_rows) -> Hyperplane:
     return hp._replace(stats={**hp.stats, **held_out_test(test_rows, hp.v)})
 
 
-def significant(hp: Hyperplane, test: SplitTest) -> Hyperplane:
-    """``hp`` valid only if its index accepts it and its held-out p-value is below the level."""
-    return hp._replace(valid=hp.valid and hp.stats.get("p_value", 1.0) < test.level)
+def is_significant(stats: dict, test: SplitTest | None) -> bool:
+    """Whether a split whose held-out test gave ``stats`` is significant: its p-value is below ``test.level``
+    (always, without a test). The one place where a split is judged against the one-cluster null."""
+    return test is None or stats.get("p_value", 1.0) < test.level

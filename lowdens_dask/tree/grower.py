@@ -1,161 +1,164 @@
-"""The tree grower: one way to grow a :class:`ClusterTree` for every projection index, used by the one-split
-estimators (``n_clusters=2``) and every divisive estimator, in memory, in summary mode and in exact mode.
+"""The tree grower: :func:`grow` is the one place where a :class:`ClusterTree`'s leaves are chosen, its splits
+are found and judged, and the tree changes. It serves every tree: a fit (in memory, in summary mode, in exact
+mode; every divisive estimator, SCPP, LMSC, MSC and SVM-relabel, each through its
+:class:`~lowdens_dask.tree.splitter.Splitter`) and an update (``partial_fit``). A fit is an update of a one-leaf
+tree.
 
-Growth repeatedly splits the leaf that ``rank`` prefers among the leaves with a valid split. Each split is
-found on the leaf's own rows (re-centred, its principal components and bandwidth or scale recomputed).
-With ``lazy=True`` (a rank that needs no split, such as size) a leaf's split is computed only when the
-leaf is ranked first, which gives the same tree as computing every leaf eagerly. With ``parallel`` > 0
-(summary mode: the number of tasks the cluster runs at once) the split of a leaf of at least ``TASK_MIN_ROWS``
-rows is computed with each restart a named Dask task (``lowdens-split-node-<id>-start-<j>-<token>``), so the
-restarts run at once on the cluster; the two children of such a split are split at once too when ``rank``
-needs every leaf's split, or when the cluster has room for both children's restarts (with fewer slots,
-splitting a leaf that is never ranked first would only delay the others). Smaller leaves are split in this
-process. The leaves' rows are literal tasks in the graph, which any worker can rebuild.
+Each step at a node answers one of:
 
-Exact mode on chunked rows: a node whose rows take at most ``max_node_bytes`` (as float64) is gathered to one
-worker and split there by the in-memory path, its restarts as parallel tasks (and, when ``rank`` needs every
-leaf's split, the two children of each split at once); larger nodes are split by passes over their chunks.
-Each split computed is logged (``lowdens_dask`` loggers, INFO): the node, its size, the index value, the time
-and the passes over the rows.
+- **keep** (updates only): the node's rule stays as it is while it still lies in low density
+  (:mod:`lowdens_dask.tree.revision`) and, for ``n_clusters="auto"``, its held-out test is still significant;
+- **re-pursue** (updates only): the split found from the node's current rule replaces it;
+- **merge** (updates, where :attr:`GrowthRules.merge` allows it): a node with neither a kept nor a valid
+  re-pursued rule becomes a leaf, with the cluster id of its largest leaf; and where a leaf count is asked
+  (an integer ``n_clusters``) and exceeded, the latest splits are merged back;
+- **split**: the leaf that :attr:`GrowthRules.rank` prefers among the leaves with a valid split is split, until
+  :attr:`GrowthRules.n_clusters` leaves exist or none has a valid split. With ``lazy`` (a rank that needs no
+  split, such as size) a leaf's split is found only when it is ranked first, which gives the same tree as
+  finding every leaf's. With ``force`` (``force_n_clusters``), when no leaf has a valid split and fewer than
+  ``n_clusters`` leaves exist, the leaf whose best split the splitter prefers (``forced_score``; ties to the leaf
+  the rank prefers) is split anyway (the node is marked ``forced``).
 
-When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, ``force=True`` splits the
-leaf whose best split the index prefers (``forced_score``: for the density indices, the split through the
-lowest density; ties go to the leaf ``rank`` prefers) with that hyperplane, moved to the mean of the leaf
-along its normal if it leaves a side below ``min_size`` (the node is marked ``forced``); with ``force=False``
-growth stops at the last valid split.
+The splits found for the final leaves that were valid, or tested (``"auto"``), are kept on them as their
+would-be splits. In an update, the child holding most of a split leaf's old weight (rows seen before the update)
+keeps its cluster id, and the report says what happened at every node and how the partition drifted
+(:mod:`lowdens_dask.tree.drift`).
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
-import logging
 import math
-import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-import dask
 import numpy as np
-from dask.base import tokenize
 
-from ..backend.chunked import large_allocations_from_the_heap
-from ..backend.frame import Frame
-from ..indices import get_index
-from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
-from ..pursuit.significance import SplitTest, halves, held_out_test, significant, with_test
+from ..pursuit.significance import SplitTest, is_significant
 from .cluster_tree import ClusterTree, Node
+from .drift import shares
+from .revision import KEEP_DIP_LOSS, KEEP_REROUTED, movement, oriented, still_low
 from .rules import HyperplaneRule
-from .update import Candidate
-
-#: In summary mode (``parallel`` > 0), leaves of at least this many rows (microclusters) are split in Dask tasks;
-#: smaller ones here, one restart after the other. Measured on the 10^7-row scale mixture (5,078 microclusters,
-#: 2 workers): growing the tree in tasks took 3.1-3.4 s, here 1.2 s (with two local threads, 1.5 s): a task's
-#: round trip (tens of ms) outweighs splitting a leaf of a few thousand rows.
-TASK_MIN_ROWS = 20_000
+from .splitter import Candidate, Splitter
 
 
-class Refine(NamedTuple):
-    """Exact polishing of summary-mode splits (``refine``): the chunked rows, their frame, L-BFGS steps."""
-
-    rows: object  #: the rows as a chunked data-layer node (``ChunkedNode``)
-    frame: Frame  #: the frame the rows are fitted in
-    iterations: int
+def by_size(node: Node, data, found) -> float:
+    """The default rank: the largest leaf first."""
+    return node.size
 
 
-logger = logging.getLogger(__name__)
+class GrowthRules(NamedTuple):
+    """How a tree grows, the same in a fit and in an update.
+
+    ``n_clusters``: the leaves to grow to (an integer ``n_clusters``), or the cap (``"auto"`` and None: None for
+    no cap). ``rank(node, data, found)`` scores a leaf, larger first (``found`` is the splitter's own result, None
+    for a leaf not yet searched when ``lazy``). ``merge``: an update may merge back splits that are no longer
+    valid (``"auto"`` and None); with an integer ``n_clusters`` the leaf count is the user's and splits only move.
+    ``test``: the held-out test of ``"auto"``, or None."""
+
+    n_clusters: int | None
+    rank: Callable = by_size
+    lazy: bool = False
+    force: bool = False
+    merge: bool = False
+    test: SplitTest | None = None
+
+
+class History(NamedTuple):
+    """What an update knows of the points it grows on: their original coordinates and per-dimension spread (the
+    tree's coordinates), and each point's weight before the update (0 for new points)."""
+
+    original: np.ndarray
+    spread: np.ndarray
+    old_weights: np.ndarray
 
 
 class Growth(NamedTuple):
-    """What :func:`grow_tree` returns."""
+    """What :func:`grow` returns."""
 
-    tree: ClusterTree  #: splits in the original coordinates
+    tree: ClusterTree
     n_leaves: int
     n_forced: int  #: splits made by ``force``
-    root_split: Hyperplane | None  #: the root's best split in the original coordinates, valid or not
-    n_evaluations: int = 0  #: objective evaluations of every split computed
+    root: Candidate | None  #: the root's best split found in this growth (valid or not), if one was searched
+    n_evaluations: int  #: objective evaluations of every split found
+    report: dict | None  #: an update's report (None for a fit)
 
 
-def grow_tree(
-    root,
-    method: str,
-    params: dict,
+def grow(
+    tree: ClusterTree,
+    data,
+    splitter: Splitter,
+    rules: GrowthRules,
     *,
-    n_clusters: int | None,
-    rank: Callable[[Node, object, Hyperplane | None], float],
-    lazy: bool = False,
-    min_size: float = 1,
-    frame: Frame = Frame(),
-    force: bool = False,
-    parallel: int = 0,
-    refine: Refine | None = None,
-    max_node_bytes: float = 0.0,
+    history: History | None = None,
     progress: Callable[[int], None] | None = None,
-    test: SplitTest | None = None,
 ) -> Growth:
-    """Grow a tree on ``root`` (a data-layer object in the coordinates of ``frame``) with the index ``method``.
+    """Grow ``tree`` on ``data`` (the rows that reach its root, in the splitter's form) by ``rules``.
 
-    ``params`` are the index's set-up and pursuit parameters (without ``min_size``); ``rank(node, data,
-    hyperplane)`` scores a leaf (larger splits first; ``hyperplane`` is None for an unevaluated leaf when
-    ``lazy``). Chunked nodes of at most ``max_node_bytes`` are split on one worker each (see the module
-    docstring); ``progress(n_leaves)`` is called after each split.
+    A fit passes a one-leaf tree (``ClusterTree(n_features, method, params, root_size)``) and no history. An update
+    passes the grown tree, the merged summary as ``data`` (:class:`~lowdens_dask.backend.InMemoryData` in the
+    splitter's frame) and its ``history``; the tree's ``update`` is counted up and its report returned."""
+    report_nodes: list[dict] = []
+    splitter.begin(data)
+    if history is None:
+        if tree.n_leaves != 1:
+            raise ValueError("grow: a tree with splits grows from the history of its points (an update).")
+        leaves = {tree.root.id: data}
+    else:
+        tree.stabilise_labels()
+        tree.update += 1
+        n_before = tree.n_leaves
+        leaves = {}
+        _revise(tree, tree.root, data, splitter, rules, history, leaves, report_nodes)
+    keep = None if history is None else _keep_by_old_weight(history.old_weights)
+    n_leaves, n_forced, root, n_evaluations = _split_leaves(tree, leaves, splitter, rules, keep, report_nodes, progress)
+    if history is None:
+        return Growth(tree, n_leaves, n_forced, root, n_evaluations, None)
+    _merge_latest(tree, rules, report_nodes)
+    leaf_of = tree.apply(history.original)
+    points = {leaf.id: np.flatnonzero(leaf_of == leaf.id) for leaf in tree.leaves()}
+    new_weights = np.maximum(data.weights - history.old_weights, 0.0)
+    report = {
+        "update": tree.update,
+        "n_clusters_before": n_before,
+        "n_clusters": tree.n_leaves,
+        "nodes": [{k: v for k, v in record.items() if v is not None} for record in report_nodes],
+        **shares(tree, points, history.old_weights, new_weights),
+    }
+    return Growth(tree, tree.n_leaves, n_forced, root, n_evaluations, report)
 
-    With ``test`` (``n_clusters="auto"``, where ``n_clusters`` is the cap), each leaf's split is found on a random
-    half of its rows and is valid only if the other half's dip test along it is significant
-    (:mod:`lowdens_dask.pursuit.significance`); every leaf's test is recorded in its node's ``stats``.
-    """
-    tree = ClusterTree(root.n_features, method, {**params, "min_size": min_size}, root_size=root.total_weight)
-    leaves = {0: root}  # leaf id -> its rows, in the frame
-    row_leaves = {} if refine is None else {0: refine.rows}  # leaf id -> its chunked rows (refine)
-    found: dict[int, Hyperplane | None] = {}  # leaf id -> best split in the frame (maybe invalid), or None
-    target = math.inf if n_clusters is None else n_clusters
-    token = tokenize(root.token, method, params, min_size)[:8] if parallel or root.chunked else None
-    n_leaves, n_forced = 1, 0
-    stuck: set[int] = set()  # leaves whose best split cannot be made on their rows
 
-    def on_a_worker(leaf: int) -> bool:
-        data = leaves[leaf]
-        return data.chunked and 0 < data.nbytes <= max_node_bytes
-
-    def in_tasks(nodes: list[int]) -> None:
-        start, passes = time.perf_counter(), _passes(root)
-        _split_in_tasks(method, params, min_size, nodes, leaves, found, token, test)
-        for leaf in nodes:
-            _log_split(leaf, leaves[leaf], found[leaf], time.perf_counter() - start, _passes(root) - passes, True)
-
-    room_for_both = parallel >= 2 * _n_starts(method, params, root.n_features)
-
-    def in_memory_tasks(leaf: int) -> bool:
-        return parallel > 0 and not root.chunked and leaves[leaf].n_samples >= TASK_MIN_ROWS
+def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report_nodes, progress):
+    """Split the leaves by ``rules`` (module docstring): ``(leaves, forced splits, root's candidate, evaluations)``."""
+    found: dict[int, Candidate | None] = {}
+    stuck: set[int] = set()  # leaves whose split cannot be made on their rows
+    target = math.inf if rules.n_clusters is None else rules.n_clusters
+    n_leaves, n_forced = tree.n_leaves, 0
 
     def compute(leaf: int) -> None:
-        if leaf in found:
-            return
-        if on_a_worker(leaf) or in_memory_tasks(leaf):
-            in_tasks([leaf])
-            return
-        start, passes = time.perf_counter(), _passes(root)
-        found[leaf] = _best_split(method, leaves[leaf], params, min_size, None, test, leaf)
-        _log_split(leaf, leaves[leaf], found[leaf], time.perf_counter() - start, _passes(root) - passes, False)
+        if leaf not in found:
+            found[leaf] = splitter.find(leaf, leaves[leaf])
 
-    def score(leaf: int) -> float:
-        value = float(rank(tree.nodes[leaf], leaves[leaf], found.get(leaf)))
-        return -math.inf if math.isnan(value) else value
+    def score(leaf: int) -> tuple[float, int]:
+        c = found.get(leaf)
+        value = float(rules.rank(tree.nodes[leaf], leaves[leaf], None if c is None else c.found))
+        return (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
 
-    def forced_score(leaf: int) -> tuple[float, float]:
-        return get_index(method).forced_score(found[leaf].stats), score(leaf)
+    def forced_score(leaf: int) -> tuple[float, tuple[float, int]]:
+        return splitter.forced_score(found[leaf]), score(leaf)
 
     def valid(leaf: int) -> bool:
         return found[leaf] is not None and found[leaf].valid
 
     while n_leaves < target:
-        if not lazy:
+        if not rules.lazy:
             for leaf in leaves:
                 compute(leaf)
         candidates = [leaf for leaf in leaves if leaf not in stuck and (leaf not in found or valid(leaf))]
         forced = not candidates
         if forced:
-            if not force:
+            if not rules.force:
                 break
             for leaf in leaves:
                 compute(leaf)
@@ -166,252 +169,111 @@ def grow_tree(
         compute(leaf)
         if not (valid(leaf) or forced):
             continue
-        node = _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size)
-        if node is None:  # a side below min_size, or within rounding of the other: not split, not valid
+        cut = splitter.cut(leaf, leaves[leaf], found[leaf], forced)
+        if cut is None:  # a side below the least size, or within rounding of the other: not split, not valid
             stuck.add(leaf)
             found[leaf] = found[leaf]._replace(valid=False)
             continue
+        label = tree.nodes[leaf].label
+        side = None if keep is None else keep(cut.parts)
+        node = tree.add_rule_split(
+            leaf, splitter.method, cut.rule, cut.sizes, cut.params, cut.stats, forced=forced, keep=side
+        )
+        del leaves[leaf]
+        leaves.update(zip(node.children, cut.parts))
+        splitter.made(leaf, node.children, cut)
         n_leaves += 1
         n_forced += forced
+        if keep is not None:
+            report_nodes.append(
+                {"node": leaf, "action": "split", "label": label,
+                 "new_label": tree.nodes[node.children[1 - side]].label, "p_value": cut.stats.get("p_value")}
+            )  # fmt: skip
         if progress is not None:
             progress(n_leaves)
         if n_leaves < target:
-            if (not lazy or room_for_both) and all(in_memory_tasks(c) for c in node.children):
-                in_tasks(list(node.children))
-            elif not lazy and (children := [c for c in node.children if on_a_worker(c)]):
-                in_tasks(children)  # both are needed: split them at once
-    for leaf, hp in found.items():  # keep computed would-be splits (and auto's tests) on the final leaves
-        if hp is not None and (hp.valid or test is not None) and leaf in leaves:
-            tree.nodes[leaf].set_hyperplane(method, _to_original(hp, frame))
-    root_split = found.get(0)
-    n_evaluations = sum(hp.n_evaluations for hp in found.values() if hp is not None)
-    root_split = None if root_split is None else _to_original(root_split, frame)
-    return Growth(tree, n_leaves, n_forced, root_split, n_evaluations)
+            found.update(splitter.prefetch({c: leaves[c] for c in node.children}, eager=not rules.lazy))
+    for leaf, c in found.items():  # keep the found would-be splits (and auto's tests) on the final leaves
+        if c is not None and (c.valid or splitter.tested) and leaf in leaves:
+            tree.nodes[leaf].set_rule(splitter.method, c.rule, c.params, c.stats)
+    n_evaluations = sum(c.n_evaluations for c in found.values() if c is not None)
+    return n_leaves, n_forced, found.get(tree.root.id), n_evaluations
 
 
-def _passes(data) -> int:
-    return data.counter.total if data.chunked else 0
+def _keep_by_old_weight(old_weights: np.ndarray):
+    """Which child keeps a split leaf's cluster id: the one with most of its old weight (else the larger)."""
+
+    def keep(parts) -> int:
+        old = [float(old_weights[part.index].sum()) for part in parts]
+        return int(old[1] > old[0]) if max(old) > 0 else int(parts[1].total_weight > parts[0].total_weight)
+
+    return keep
 
 
-def _log_split(leaf: int, data, hp: Hyperplane | None, seconds: float, passes: int, tasks: bool) -> None:
-    where = "on a worker" if data.chunked and tasks else "by passes over chunks" if data.chunked else "in memory"
-    if hp is None:
-        logger.info("node %d: %.6g rows, too small to split (%s)", leaf, data.total_weight, where)
+def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: History, leaves: dict, report: list):
+    """Keep, re-pursue or merge ``node``'s split on the points that reach it (``data``), then its children's;
+    the leaves reached are collected in ``leaves``."""
+    node.size = float(data.total_weight)
+    if node.is_leaf:
+        leaves[node.id] = data
         return
-    logger.info(
-        "node %d: %.6g rows, %s split, fval %.4g, %.2f s, %d passes over the rows, %d evaluations (%s)",
-        leaf, data.total_weight, "a valid" if hp.valid else "no valid", hp.fval, seconds, passes, hp.n_evaluations,
-        where,
-    )  # fmt: skip
+    rows = data.index
+    X, w = history.original[rows], data.weights
+    found = splitter.find(node.id, data, node)
+    current = node.rule.side(X)
+    record = {"node": node.id}
+    in_low_density, stats = True, {}
+    if found is not None:
+        found = found._replace(rule=oriented(found.rule, X, w, current))
+        record.update(movement(node.rule, found.rule, X, w, current))
+        in_low_density = record["rerouted"] <= KEEP_REROUTED
+        if not in_low_density and isinstance(node.rule, HyperplaneRule):
+            in_low_density = still_low(node.rule, found.rule, X, w, history.spread[rows])
+        elif not in_low_density:  # a rule with no threshold: does it still separate as well as the new one?
+            stats = splitter.held_out(node.id, data, node.rule)
+            new = splitter.held_out(node.id, data, found.rule)
+            in_low_density = stats["dip"] >= (1.0 - KEEP_DIP_LOSS) * new["dip"]
+    valid = found is not None and found.valid
+    if in_low_density and rules.test is not None and not stats:  # is the current rule still significant?
+        stats = splitter.held_out(node.id, data, node.rule)
+    if in_low_density and is_significant(stats, rules.test) or not (valid or rules.merge):
+        node.stats.update(stats)
+        record.update(action="kept", p_value=node.stats.get("p_value"))
+    elif valid:
+        node.set_rule(splitter.method, found.rule, found.params, found.stats)
+        node.changed = tree.update
+        record.update(action="re-pursued", p_value=found.stats.get("p_value"))
+        current = node.rule.side(X)
+    else:  # neither the current rule nor a re-pursued one is a valid (significant) split: merge it back
+        _resize(tree, node, X, w)  # the id kept is that of the now largest leaf
+        tree.prune(node)
+        record.update(action="merged", label=node.label, p_value=stats.get("p_value"))
+        report.append(record)
+        leaves[node.id] = data
+        return
+    report.append(record)
+    for child, side in zip(node.children, (~current, current)):
+        _revise(tree, tree.nodes[child], data.take(side), splitter, rules, history, leaves, report)
 
 
-def _split_leaf(tree, leaf, method, params, leaves, row_leaves, found, frame, refine, forced, min_size):
-    """Make the split of ``leaf`` (polished first with ``refine``); returns the node, or None when the rows
-    themselves do not leave ``min_size`` on each side, or lie on both sides of it by less than rounding
-    error (then the leaf is not split)."""
-    hp = _clear_of_rows(leaves[leaf], found[leaf], frame)
-    if hp is None and forced:  # try the mean along v (PDDP's split)
-        hp = _clear_of_rows(leaves[leaf], found[leaf]._replace(b=float(leaves[leaf].mean() @ found[leaf].v)), frame)
-    if hp is None:
-        return None
-    original = _to_original(hp, frame)
-    rows = row_leaves.get(leaf)
-    if rows is not None:  # refine: polish the split on the node's rows, then split both
-        polished = polish(method, rows, hp, frame, refine.frame, params, refine.iterations, min_size)
-        if polished is not None:
-            original = _to_original(polished[0], refine.frame)
-            hp = polished[1]
-
-    def cut():
-        row_parts = None if rows is None else rows.split(*refine.frame.from_original(original.v, original.b))
-        parts = leaves[leaf].split(hp.v, hp.b)
-        return parts, row_parts, [part.total_weight for part in (row_parts or parts)]
-
-    least = max(min_size, 1e-300)
-    parts, row_parts, sizes = cut()
-    if min(sizes) < least and not forced:  # rounding of x @ v (features of very different scales) emptied a side
-        return None
-    if min(sizes) < least:  # a forced split: fall back to the mean along v (PDDP's split)
-        hp = _clear_of_rows(leaves[leaf], hp._replace(b=float(leaves[leaf].mean() @ hp.v)), frame)
-        if hp is None:
-            return None
-        original = _to_original(hp, frame)
-        parts, row_parts, sizes = cut()
-        if min(sizes) < least:
-            return None
-    del leaves[leaf]
-    node = tree.add_split(leaf, method, original, sizes, forced=forced)
-    leaves.update(zip(node.children, parts))
-    if row_parts is not None:
-        del row_leaves[leaf]
-        row_leaves.update(zip(node.children, row_parts))
-    return node
+def _resize(tree: ClusterTree, node: Node, X: np.ndarray, w: np.ndarray) -> None:
+    """Set the sizes of ``node``'s subtree to the weight of the points (``X``, ``w``) that reach each node."""
+    node.size = float(w.sum())
+    if not node.is_leaf:
+        side = node.rule.side(X)
+        for child, part in zip(node.children, (~side, side)):
+            _resize(tree, tree.nodes[child], X[part], w[part])
 
 
-#: Rounding error allowed for in x @ v, in units of eps * (d + 1) * sum_j |x_j v_j| (a dot product's bound
-#: is d eps sum_j |x_j v_j|), so that routing in either coordinate frame agrees.
-ROUNDING_ULPS = 64.0
-
-
-def _clear_of_rows(data, hp: Hyperplane, frame: Frame) -> Hyperplane | None:
-    """``hp`` made safe to route by: b moved to the middle of the gap between the rows' projections around it
-    when a row lies within rounding error of b; None when the gap itself is within rounding error (the two sides
-    cannot be told apart reliably). In memory and on chunked rows alike (one pass over the chunks), so that exact
-    mode makes the splits the in-memory fit makes.
-
-    The tree routes rows in the original coordinates, where ``x @ v`` rounds differently from the frame the
-    split was found in (the frame's offsets ``mean / scale`` add to the terms); a row at b (PDDP's mean
-    when one row's weight dominates, or when rows repeat) could change sides and leave a leaf without rows.
-    """
-    lo, hi, colmax = data.gap_around(hp.v, hp.b)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return hp
-    terms = float(colmax @ np.abs(hp.v))  # a bound on sum_j |x_j v_j| over the rows
-    offset = 0.0 if frame.mean is None else float(np.abs(hp.v) @ np.abs(frame.mean / frame.scale))
-    margin = ROUNDING_ULPS * np.finfo(float).eps * (len(hp.v) + 1) * (terms + offset + abs(hp.b))
-    if hi - lo <= 2.0 * margin:
-        return None
-    if min(hp.b - lo, hi - hp.b) >= margin:
-        return hp
-    return hp._replace(b=float(0.5 * (lo + hi)))
-
-
-def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
-    if frame.mean is None:
-        return hp
-    v, b = frame.to_original(hp.v, hp.b)
-    return hp._replace(v=v, b=b)
-
-
-def _split_in_tasks(method, params, min_size, nodes, leaves, found, token, test) -> None:
-    """Split the given leaves at once, each restart of each leaf a named Dask task.
-
-    Chunked leaves enter the graph as the task that gathers their rows from the chunks (one worker holds
-    them; the restarts run there or next to it). In-memory leaves' rows enter the graph once, as a literal
-    task (``lowdens-node-data-<id>-<token>``) that its restarts depend on. On a distributed cluster the scheduler can rebuild it on any worker, so
-    losing a worker at any moment costs only recomputation (data placed with ``client.scatter`` would be
-    lost with the worker that held it).
-    """
-    starts = range(_n_starts(method, params, leaves[nodes[0]].n_features)) if params.get("v0") is None else [None]
-    data = {
-        c: leaves[c].gathered()
-        if leaves[c].chunked
-        else dask.delayed(leaves[c], name=f"lowdens-node-data-{c}-{token}", traverse=False)
-        for c in nodes
-    }
-    jobs = [(c, j) for c in nodes for j in starts]
-    tasks = [
-        _split_task(
-            method, data[c], params, min_size, j, test, c, dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}"
+def _merge_latest(tree: ClusterTree, rules: GrowthRules, report: list) -> None:
+    """With an integer ``n_clusters`` below the tree's leaves (``set_params`` between updates), merge back the
+    latest splits (of two leaves) until the tree has that many."""
+    if rules.merge or rules.n_clusters is None:
+        return
+    while tree.n_leaves > rules.n_clusters:
+        node = max(
+            (n for n in tree if not n.is_leaf and all(tree.nodes[c].is_leaf for c in n.children)),
+            key=lambda n: (n.changed, n.id),
         )
-        for c, j in jobs
-    ]
-    literal = sum(leaves[c].X.nbytes for c in nodes if not leaves[c].chunked)
-    # the rows are in the graph on purpose (see above): no "large graph" warning for them
-    with dask.config.set({"distributed.admin.large-graph-warning-threshold": f"{literal + 10 * 2**20}B"}):
-        results = dask.compute(*tasks)
-    for c in nodes:
-        found[c] = _combine([r for (cc, _), r in zip(jobs, results) if cc == c], method, test)
-
-
-def _n_starts(method: str, params: dict, n_features: int) -> int:
-    """Restarts of a split: the index's own, or one from a given ``v0``."""
-    return get_index(method).n_starts(n_features) if params.get("v0") is None else 1
-
-
-def _best_split(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
-    return _combine([_split_from_start(method, data, params, min_size, start, test, node)], method, test)
-
-
-def _split_from_start(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
-    """The node's split from one restart (all restarts if ``start`` is None), or None if the node is too
-    small to split. With ``test``, found on a random half of the rows and tested on the other (on chunked rows,
-    the split is found on every row and the test made on the node's summary, split in halves the same way).
-    A plain function: it runs on workers."""
-    if data.n_samples < 2 or data.total_weight < 2 * min_size:
-        return None
-    if not data.chunked:  # on a Dask worker, arrays of n floats are allocated at every evaluation
-        large_allocations_from_the_heap()
-    if test is None:
-        return find_hyperplane(method, data, min_size=min_size, start=start, **params)
-    if data.chunked:
-        hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
-        summary = data.summarise(SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK, test.seed)
-        held_out = _split_from_start(method, summary, params, min_size, start, test, node)
-        return hp if held_out is None else hp._replace(stats={**hp.stats, **_test_stats(held_out)})
-    fit_rows, test_rows = halves(data, test.seed, node)
-    if fit_rows.n_samples < 2 or test_rows.n_samples < 2:
-        return None
-    hp = find_hyperplane(method, fit_rows, min_size=min_size / 2, start=start, **params)
-    return with_test(hp, test_rows)
-
-
-#: Exact mode on chunked rows with ``n_clusters="auto"``: the summary a node's test is made on.
-SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK = 20, 64
-
-
-def _test_stats(hp: Hyperplane) -> dict:
-    return {key: hp.stats[key] for key in ("dip", "p_value", "n_test")}
-
-
-_split_task = dask.delayed(_split_from_start, pure=True)
-
-
-def _combine(found: list[Hyperplane | None], method: str, test: SplitTest | None = None) -> Hyperplane | None:
-    """The best restart's split (valid or not), with the evaluations and final directions of all of them; with
-    ``test``, valid only if significant (the index alone picks the restart)."""
-    found = [hp for hp in found if hp is not None]
-    if not found:
-        return None
-    best = best_of_starts(found, get_index(method))
-    if test is not None:
-        best = significant(best, test)
-    return best._replace(
-        n_evaluations=sum(hp.n_evaluations for hp in found), starts=tuple(v for hp in found for v in hp.starts)
-    )
-
-
-def polish(
-    method: str, rows, hp: Hyperplane, frame: Frame, row_frame: Frame, params: dict, iterations: int, min_size: float
-):
-    """Polish a summary-mode split with exact passes over the node's rows (``refine``).
-
-    ``iterations`` L-BFGS steps from every start's summary direction at once (one pass serves all of them),
-    at the continuation stage the summary reached (the alpha of MDH); the start the index scores best on
-    the rows wins. ``frame`` and ``row_frame`` are the frames of the summary and of the rows. Returns
-    ``(split in the rows' frame, the same in the summary's frame)``, or None if no polished start is valid.
-    """
-    if rows.n_samples < 2:
-        return None
-    starts = np.column_stack([frame.to(row_frame, v, 0.0)[0] for v in hp.starts or (hp.v,)])
-    params = {**params, **get_index(method).polish_params(hp.params), "v0": starts, "maxiter": iterations}
-    polished = find_hyperplane(method, rows, min_size=min_size, **params)
-    if not polished.valid:
-        return None
-    v, b = row_frame.to(frame, polished.v, polished.b)
-    return polished, polished._replace(v=v, b=b)
-
-
-class HyperplaneSplitter:
-    """Finds and tests splits for :func:`lowdens_dask.tree.update.update_tree` with a hyperplane index, as
-    :func:`grow_tree` does: points in ``frame``, rules in the original coordinates. A node's split is re-pursued
-    from its current hyperplane (one start, at the continuation stage its pursuit ended, e.g. MDH's last
-    alpha); a leaf's is searched from the index's own starts."""
-
-    def __init__(self, method: str, params: dict, min_size: float, frame: Frame, test: SplitTest | None):
-        self.method, self.params, self.min_size, self.frame, self.test = method, params, min_size, frame, test
-
-    def find(self, points, node: int, start: Node | None) -> Candidate | None:
-        params = self.params
-        if start is not None and isinstance(start.rule, HyperplaneRule):
-            v, _ = self.frame.from_original(start.rule.v, start.rule.b)
-            params = {**params, **get_index(self.method).polish_params(start.params), "v0": v[:, None]}
-        hp = _best_split(self.method, points, params, self.min_size, None, self.test, node)
-        if hp is None:
-            return None
-        hp = _to_original(hp, self.frame)
-        return Candidate(HyperplaneRule(hp.v, hp.b), hp.params, hp.stats, bool(hp.valid))
-
-    def held_out(self, points, node: int, rule) -> dict:
-        v, _ = self.frame.from_original(rule.v, rule.b)
-        return held_out_test(halves(points, 0 if self.test is None else self.test.seed, node)[1], v)
+        tree.prune(node)
+        report.append({"node": node.id, "action": "merged", "label": node.label})
