@@ -14,7 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 from lowdens_dask import PDDP, MDHClustering
 from lowdens_dask.backend import as_dask_array
 from lowdens_dask.datasets import load_dataset
-from lowdens_dask.tree import grower
+from lowdens_dask.tree import hyperplanes
 
 
 def mixture(n=30_000, k=4, d=6, seed=0):
@@ -251,7 +251,7 @@ def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store, monkeypatc
             with get_task_stream(c) as ts:  # a small summary: its tree grows in this process
                 MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
             assert not any(str(t["key"]).startswith("lowdens-split-node-") for t in ts.data)
-            monkeypatch.setattr(grower, "TASK_MIN_ROWS", 0)
+            monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)
             with get_task_stream(c) as ts:
                 model = MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
                 labels = model.labels_.compute()
@@ -273,7 +273,7 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     import lowdens_dask.estimators._base as base_module
 
     monkeypatch.setattr(base_module, "task_slots", lambda: slots)
-    monkeypatch.setattr(grower, "TASK_MIN_ROWS", 0)  # every split in tasks, as for large summaries
+    monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)  # every split in tasks, as for large summaries
     X, _ = mixture(n=20_000, k=6, seed=4)
     model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
     with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.tree.hyperplanes"):

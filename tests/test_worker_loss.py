@@ -15,7 +15,7 @@ from distributed import Client, LocalCluster
 
 from lowdens_dask import DePDDP, MDHClustering
 from lowdens_dask.testing import kill_worker_at
-from lowdens_dask.tree import grower
+from lowdens_dask.tree import hyperplanes
 
 ROWS, CHUNK = 200_000, 10_000  # 20 row chunks
 
@@ -97,7 +97,7 @@ def store(tmp_path_factory):
 
 def fit_summary(store, labels_path):
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(grower, "TASK_MIN_ROWS", 0)  # every split in tasks on the cluster, as for large summaries
+        patch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)  # every split in tasks on the cluster, as for large summaries
         model = MDHClustering(n_clusters=8, random_state=0, labels_store=str(labels_path)).fit(store)
     return np.asarray(model.labels_)
 
