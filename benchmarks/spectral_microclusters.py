@@ -39,7 +39,7 @@ def main(argv=None) -> None:
         for count in counts:
             scores, times = [], []
             for seed in range(args.seeds):
-                model = SCPPClustering(k, n_microclusters=count, microcluster_init="k-means++", random_state=seed)
+                model = SCPPClustering(k, n_centres=count, centre_init="k-means++", random_state=seed)
                 start = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -50,7 +50,7 @@ def main(argv=None) -> None:
             print(name, count, line[-1], flush=True)
         rows.append(line)
     body = (
-        f"`SCPPClustering(K, n_microclusters=m, microcluster_init='k-means++', random_state=seed)`, seeds 0-"
+        f"`SCPPClustering(K, n_centres=m, centre_init='k-means++', random_state=seed)`, seeds 0-"
         f"{args.seeds - 1}: mean V-measure (median time per fit).\n\n"
         + markdown_table(["dataset", "n"] + [f"m = {c}" for c in counts], rows)
     )

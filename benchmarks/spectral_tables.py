@@ -88,8 +88,8 @@ METHODS = {
     "SCP2_c": lambda k, s: SCPPClustering(k, laplacian="standard", n_components=3, omega=-1.0, **_paper(s)),
     "SCnP2_o": lambda k, s: SCPPClustering(k, laplacian="normalized", n_components=2, omega=1.0, **_paper(s)),
     "SCnP2_c": lambda k, s: SCPPClustering(k, laplacian="normalized", n_components=3, omega=-1.0, **_paper(s)),
-    "LMSC_o": lambda k, s: LMSCClustering(k, n_components=2, omega=1.0, microclusters_above=200, **_paper(s)),
-    "LMSC": lambda k, s: LMSCClustering(k, n_components=1, microclusters_above=200, **_paper(s)),
+    "LMSC_o": lambda k, s: LMSCClustering(k, n_components=2, omega=1.0, centres_above=200, **_paper(s)),
+    "LMSC": lambda k, s: LMSCClustering(k, n_components=1, centres_above=200, **_paper(s)),
 }
 TABLES = {"standard Laplacian (Tables 1-2)": ["SCP2_o", "SCP2_c"],
           "normalised Laplacian (Tables 3-4)": ["SCnP2_o", "SCnP2_c"],
@@ -99,7 +99,7 @@ SMALL = 1000
 
 
 def _paper(seed: int) -> dict:
-    return {"scheme": "paper", "microcluster_init": "k-means++", "random_state": seed}
+    return {"scheme": "paper", "centre_init": "k-means++", "random_state": seed}
 
 
 def unit_variance(X: np.ndarray) -> np.ndarray:

@@ -47,6 +47,7 @@ _PUBLIC = {
         )
     },
     "ClusterTree": "lowdens_dask.tree",
+    "progress_to": "lowdens_dask.estimators.progress",
     "ClusterSummary": "lowdens_dask.backend.cluster_summary",
     # plots import matplotlib: only on first use of one of these names
     **{

@@ -41,7 +41,7 @@ from prefect.client.orchestration import get_client  # noqa: E402
 from prefect_dask import DaskTaskRunner, get_dask_client  # noqa: E402
 
 from lowdens_dask import ClusterTree  # noqa: E402
-from lowdens_dask.backend.chunked import chunks_read  # noqa: E402
+from lowdens_dask.backend import chunks_read  # noqa: E402
 
 from . import job  # noqa: E402
 from .inputs import open_input  # noqa: E402
@@ -76,7 +76,7 @@ def cluster_client():
 def counting_passes(client, X: da.Array):
     """Count the passes over ``X`` made in the block: the tasks that read one of X's chunks (fused ones
     included, whose keys start with X's layer name) and the chunks read inside the library's pass tasks
-    (:func:`~lowdens_dask.backend.chunked.chunks_read`), divided by the number of chunks. Yields a dict whose
+    (:func:`~lowdens_dask.backend.chunks_read`), divided by the number of chunks. Yields a dict whose
     ``"passes"`` is set at the end of the block."""
     prefix = X.name.rsplit("-", 1)[0]
     out = {"passes": 0.0}
@@ -130,51 +130,15 @@ def load_and_validate(
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def fit(input_path: str, settings: dict, attempt_url: str, storage_options, header=None) -> dict:
-    """Fit on the flow's cluster and write the run's summary into the attempt (:func:`.job.keep_summary`); returns
-    the tree as JSON and the fit's figures. ``settings``: method, n_clusters, params, random_state."""
-    estimator = make_estimator(**settings)
+def cluster_step(function, input_path: str, storage_options, header, *args):
+    """One of the job's cluster steps (:func:`.job.cluster_steps`: fit, update, continuity, write_labels),
+    ``function(X, *args)`` with the input opened on the flow's Dask cluster; returns its result with the passes
+    over the input it made (``"passes"``). The task run takes the step's name."""
     with cluster_client() as client:
         X = open_input(input_path, storage_options, header=header)
         with counting_passes(client, X) as counted:
-            fitted = job.fit_tree(estimator, X)
-            job.keep_summary(estimator, X, attempt_url)
-    return {**fitted, "passes": counted["passes"]}
-
-
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def update(input_path: str, settings: dict, resume: dict, attempt_url: str, storage_options, header=None) -> dict:
-    """Update the parent run's tree with the rows on the flow's cluster (:func:`.job.update_tree`); returns the
-    tree as JSON, the update report and the update's figures."""
-    estimator = make_estimator(**settings)
-    with cluster_client() as client:
-        X = open_input(input_path, storage_options, header=header)
-        with counting_passes(client, X) as counted:
-            updated = job.update_tree(estimator, X, resume, attempt_url)
-    return {**updated, "passes": counted["passes"]}
-
-
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def continuity(input_path: str, tree_json: str, identity: dict, previous: dict, storage_options, header=None):
-    """Stable cluster ids and the stability figures against the previous run (:func:`.job.match_previous`)."""
-    with cluster_client() as client:
-        X = open_input(input_path, storage_options, header=header)
-        with counting_passes(client, X) as counted:
-            matched = job.match_previous(X, tree_json, identity, previous)
-    return {**matched, "passes": counted["passes"]}
-
-
-@task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
-def write_labels(
-    input_path: str, tree_json: str, stable_ids: list[int], attempt_url: str, storage_options, header=None
-) -> dict:
-    """Route every row to its stable cluster id and write the labels into the attempt
-    (:func:`.job.write_labels`)."""
-    with cluster_client() as client:
-        X = open_input(input_path, storage_options, header=header)
-        with counting_passes(client, X) as counted:
-            job.write_labels(X, tree_json, stable_ids, attempt_url)
-    return counted
+            result = function(X, *args)
+    return {**(result or {}), "passes": counted["passes"]}
 
 
 @task(cache_policy=NO_CACHE)
@@ -239,39 +203,18 @@ def recluster_on_dask(
     logger = get_run_logger()
     seconds, passes = {}, {}
 
-    def step(name, submitted):
+    def run(name, function, *args):
         start = time.perf_counter()
+        submitted = cluster_step.with_options(name=name).submit(function, input_path, storage_options, header, *args)
         result = submitted.result()
         seconds[name] = time.perf_counter() - start
-        if isinstance(result, dict) and "passes" in result:
-            passes[name] = result["passes"]
+        passes[name] = result.pop("passes")
         logger.info("%s: done in %.1f s", name, seconds[name])
         return result
 
-    if resume is not None:  # an update: the ids are the tree's own labels (no matching)
-        fitted = step("update", update.submit(input_path, settings, resume, attempt_url, storage_options, header))
-        tree_json, report = fitted["tree"], fitted["report"]
-        before, after = report["n_clusters_before"], report["n_clusters"]
-        logger.info("update %d of run %s: %d clusters (%d before)", report["update"], resume["run_id"], after, before)
-        matched = job.tree_ids(tree_json)
-    else:
-        fitted = step("fit", fit.submit(input_path, settings, attempt_url, storage_options, header))
-        tree_json = fitted["tree"]
-        logger.info("fit: %d clusters", ClusterTree.from_json(tree_json).n_leaves)
-        if previous is None:  # the first run on this input: its ids are its labels (no task, no pass)
-            matched = job.match_previous(None, tree_json, identity, None)
-        else:
-            matched = step(
-                "continuity", continuity.submit(input_path, tree_json, identity, previous, storage_options, header)
-            )
-            if matched.get("warning"):  # the previous labels are damaged: no continuity (job.match_previous)
-                logger.warning(matched["warning"])
-    step(
-        "write_labels",
-        write_labels.submit(input_path, tree_json, matched["stable_ids"], attempt_url, storage_options, header),
-    )
-    metrics = {**job.outcome_figures(fitted), "stability": matched["stability"], "seconds": seconds, "passes": passes}
-    return {"tree": tree_json, "ids": {key: matched[key] for key in ("stable_ids", "next_id")}, "metrics": metrics}
+    done = job.cluster_steps(run, settings, identity, previous, resume, attempt_url, log=logger.info)
+    done["metrics"].update(seconds=seconds, passes=passes)
+    return done
 
 
 @flow(name="recluster")
@@ -320,12 +263,9 @@ def recluster(
     identity, truth = load_and_validate(input_path, storage_options, true_labels, header)
     load_seconds = time.perf_counter() - started
     logger.info("load_and_validate: %s, shape %s, %s", identity["path"], identity["shape"], identity["dtype"])
+    resume, previous = job.start_point(runs, plan, identity)
     if plan.parent is not None:
-        job.check_update_input(plan.parent, identity)
-        resume, previous = job.resume_point(plan.parent), None
         logger.info("updating run %s (update %d since its fit)", plan.parent.run_id, plan.parent.tree.update + 1)
-    else:
-        resume, previous = None, job.previous_run(runs, identity, plan.latest)
     with runs.attempt(run_id) as attempt:
         done = recluster_on_dask.with_options(task_runner=runner)(
             input_path, plan.estimator_settings, storage_options, identity, previous, attempt.url, header, resume

@@ -27,7 +27,7 @@ from importlib.metadata import version
 import dask.array as da
 import numpy as np
 
-from lowdens_dask import METHODS, ClusterTree, build_summary, check_params
+from lowdens_dask import METHODS, ClusterTree, check_params
 from lowdens_dask.backend import ChunkedData
 from lowdens_dask.tree import leaf_labels_from_json
 
@@ -200,31 +200,25 @@ def _figures(estimator) -> dict:
     return {name: int(getattr(estimator, name)) for name in names if hasattr(estimator, name)}
 
 
-def fit_tree(estimator, X: da.Array) -> dict:
-    """Fit ``estimator`` on X; the tree as JSON and the fit's figures."""
-    estimator.fit(X)
+def fit_tree(X: da.Array, settings: dict, attempt_url: str) -> dict:
+    """Fit the estimator of ``settings`` (:func:`make_estimator`) on X and write into the attempt the summary an
+    update of the run will start from (``estimator.summary()``: the fit's own in summary mode, or built from the
+    rows of X, one more pass, after an exact fit; none for a method without ``partial_fit``). Returns the tree as
+    JSON and the fit's figures."""
+    estimator = make_estimator(**settings).fit(X)
+    if hasattr(estimator, "partial_fit"):
+        write_summary(estimator.summary(), attempt_url)
     return {"tree": estimator.tree_.to_json(), **_figures(estimator)}
 
 
-def keep_summary(estimator, X: da.Array, attempt_url: str) -> None:
-    """Write into the attempt the summary an update of the run will start from: the fit's own (summary mode), or
-    one built from the rows of X (one more pass) after an exact or in-memory fit; none for a method without
-    ``partial_fit``."""
-    if hasattr(estimator, "partial_fit"):
-        summary = getattr(estimator, "summary_", None)
-        write_summary(build_summary(estimator, X) if summary is None else summary, attempt_url)
-
-
-def update_tree(estimator, X: da.Array, parent: dict, attempt_url: str) -> dict:
-    """Update the parent run's tree with the rows of X (``estimator.partial_fit``, from the parent's tree and
-    summary: :func:`resume_point`) and write the merged summary into the attempt; the tree as JSON, the update
-    report and the update's figures."""
+def update_tree(X: da.Array, settings: dict, parent: dict, attempt_url: str) -> dict:
+    """Update the parent run's tree with the rows of X (``partial_fit`` of the estimator of ``settings``, resumed
+    from the parent's tree and summary: :func:`resume_point`) and write the merged summary into the attempt; the
+    tree as JSON, the update report and the update's figures."""
     summary = read_summary(parent["url"])
     if summary is None:
         raise ValueError(f"Run {parent['run_id']!r} keeps no summary of its rows; fit it again to update it.")
-    tree = ClusterTree.from_json(parent["tree"])
-    estimator.tree_, estimator.summary_, estimator.n_features_in_ = tree, summary, tree.n_features
-    estimator.partial_fit(X)
+    estimator = make_estimator(**settings).resume(ClusterTree.from_json(parent["tree"]), summary).partial_fit(X)
     write_summary(estimator.summary_, attempt_url)
     return {"tree": estimator.tree_.to_json(), "report": estimator.update_report_, **_figures(estimator)}
 
@@ -433,44 +427,67 @@ def run_job(
     step = step or (lambda name: nullcontext())
     runs = RunsStore(store)
     plan = plan_run(runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id)
-    estimator = plan.estimator()
     X = open_input(input_path, storage_options, header=header) if X is None else X
     started = time.perf_counter()
     identity, truth = load_and_validate(input_path, storage_options, true_labels, header=header, X=X)
     seconds = {"load_and_validate": time.perf_counter() - started}
-    if plan.parent is not None:
-        check_update_input(plan.parent, identity)
-        resume = resume_point(plan.parent)
-    else:
-        previous = previous_run(runs, identity, plan.latest)
+    resume, previous = start_point(runs, plan, identity)
     with runs.attempt(run_id) as attempt:
 
-        def timed(name, function, *args):
+        def run(name, function, *args):
             start = time.perf_counter()
             with step(name):
-                result = function(*args)
+                result = function(X, *args)
             seconds[name] = time.perf_counter() - start
             return result
 
-        if plan.parent is None:
-
-            def fit_and_keep_summary(estimator, X):
-                fitted = fit_tree(estimator, X)
-                keep_summary(estimator, X, attempt.url)
-                return fitted
-
-            fitted = timed("fit", fit_and_keep_summary, estimator, X)
-            ids = timed("continuity", match_previous, X, fitted["tree"], identity, previous)
-        else:
-            fitted = timed("update", update_tree, estimator, X, resume, attempt.url)
-            ids = tree_ids(fitted["tree"])
-        timed("write_labels", write_labels, X, fitted["tree"], ids["stable_ids"], attempt.url)
-        metrics = timed("metrics", compute_metrics, fitted["tree"], attempt.url, truth)
-        metrics.update(outcome_figures(fitted), stability=ids["stability"], seconds=seconds)
+        done = cluster_steps(run, plan.estimator_settings, identity, previous, resume, attempt.url)
+        started = time.perf_counter()
+        metrics = {**compute_metrics(done["tree"], attempt.url, truth), **done["metrics"], "seconds": seconds}
+        seconds["metrics"] = time.perf_counter() - started
         parent = None if plan.parent is None else plan.parent.run_id
-        attrs = run_attrs(fitted["tree"], ids, plan.settings, identity, metrics, true_labels, parent, series)
+        attrs = run_attrs(done["tree"], done["ids"], plan.settings, identity, metrics, true_labels, parent, series)
         attempt.set_attrs(**attrs)
         return attempt.commit().run_id
+
+
+def start_point(runs: RunsStore, plan: Plan, identity: dict) -> tuple[dict | None, dict | None]:
+    """``(resume, previous)``: for an update, the parent's resume point (:func:`resume_point`, its input checked);
+    for a fit, the previous run on the same input (:func:`previous_run`), whose cluster ids the new run keeps."""
+    if plan.parent is not None:
+        check_update_input(plan.parent, identity)
+        return resume_point(plan.parent), None
+    return None, previous_run(runs, identity, plan.latest)
+
+
+def cluster_steps(
+    run, settings: dict, identity: dict, previous: dict | None, resume: dict | None, attempt_url: str, log=None
+) -> dict:
+    """The job's cluster steps, as one list for every runner: the fit and the continuity of the cluster ids, or
+    with ``resume`` the update of the parent run; then the labels. ``run(name, function, *args)`` runs a step,
+    ``function(X, *args)`` on the input (:func:`run_job`: here; the Prefect flow: as a task on its Dask cluster);
+    ``log(message)`` reports each outcome. Returns the tree (JSON), its cluster ids and the steps' metrics."""
+    log = log or (lambda message: None)
+    if resume is not None:  # an update: the ids are the tree's own labels (no matching)
+        fitted = run("update", update_tree, settings, resume, attempt_url)
+        report = fitted["report"]
+        log(
+            f"update {report['update']} of run {resume['run_id']}: {report['n_clusters']} clusters "
+            f"({report['n_clusters_before']} before)"
+        )
+        matched = tree_ids(fitted["tree"])
+    else:
+        fitted = run("fit", fit_tree, settings, attempt_url)
+        log(f"fit: {ClusterTree.from_json(fitted['tree']).n_leaves} clusters")
+        if previous is None:  # the first run on this input: its ids are its labels (no task, no pass)
+            matched = match_previous(None, fitted["tree"], identity, None)
+        else:
+            matched = run("continuity", match_previous, fitted["tree"], identity, previous)
+            if matched.get("warning"):  # the previous labels are damaged: no continuity (match_previous)
+                log(matched["warning"])
+    run("write_labels", write_labels, fitted["tree"], matched["stable_ids"], attempt_url)
+    metrics = {**outcome_figures(fitted), "stability": matched["stability"]}
+    return {"tree": fitted["tree"], "ids": {key: matched[key] for key in ("stable_ids", "next_id")}, "metrics": metrics}
 
 
 def outcome_figures(fitted: dict) -> dict:

@@ -57,7 +57,7 @@ class Progress:
             return
         from dask.callbacks import Callback
 
-        from lowdens_dask.estimators._progress import progress_to
+        from lowdens_dask import progress_to
 
         rich, task = self._rich, self._rich.add_task(name, total=None, visible=False)
         state = {"total": 0, "visible": False}

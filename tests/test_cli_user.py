@@ -225,11 +225,11 @@ def test_concurrent_fits_of_one_run_id_the_loser_says_so(tmp_path, monkeypatch, 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     fit_tree, statuses = job.fit_tree, []
 
-    def racing_fit(estimator, rows):
+    def racing_fit(rows, *args):
         if not statuses:  # the first command's fit: the second command runs meanwhile
             statuses.append(None)
             statuses[0] = main(["fit", "X.npy", "--n-clusters", "2", "--run-id", "x", "--store", "runs"])
-        return fit_tree(estimator, rows)
+        return fit_tree(rows, *args)
 
     monkeypatch.setattr(job, "fit_tree", racing_fit)
     first = main(["fit", "X.npy", "--n-clusters", "3", "--run-id", "x", "--store", "runs"])
@@ -268,7 +268,7 @@ def test_tree_growth_reports_to_the_host_in_summary_mode():
     import dask.array as da
 
     from lowdens_dask import MDHClustering
-    from lowdens_dask.estimators._progress import progress_to
+    from lowdens_dask.estimators.progress import progress_to
 
     seen = []
 

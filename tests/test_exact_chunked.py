@@ -205,7 +205,7 @@ def test_passes_are_counted_and_each_node_is_logged(caplog):
 def test_progress_bar_draws_on_one_line():
     import io
 
-    from lowdens_dask.estimators._progress import ProgressBar
+    from lowdens_dask.estimators.progress import ProgressBar
 
     out = io.StringIO()
     bar = ProgressBar("MDHClustering", 4, lambda: 7, stream=out)

@@ -143,7 +143,7 @@ def test_summary_mode_runs(name):
 
 # ------------------------------------------------------------------------------------------ layering
 
-#: The layers of lowdens_dask, bottom first (DESIGN.md): a module may import only its own layer and lower ones.
+#: The layers of lowdens_dask, bottom first (docs/DESIGN.md): a module may import only its own layer and lower ones.
 LAYERS = ["kernels", "backend", "indices", "pursuit", "tree", "estimators"]
 
 

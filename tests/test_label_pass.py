@@ -11,8 +11,8 @@ from lowdens_dask import MDHClustering
 from lowdens_dask.backend import INTEGRITY_ATTRIBUTE
 from lowdens_dask.backend.chunked import chunks_read
 from lowdens_dask.backend.zarr_input import _check_missing_chunks
-from lowdens_dask.estimators import _scale_out
-from lowdens_dask.estimators._scale_out import route_rows, smallest_signed_dtype, store_labels
+from lowdens_dask.estimators import _label_pass, _summary_pass
+from lowdens_dask.estimators._label_pass import smallest_signed_dtype, store_labels
 
 CHUNK = 1_000
 
@@ -38,6 +38,12 @@ def fitted(mixture, tmp_path_factory):
     model = MDHClustering(n_clusters=16, random_state=0, nonfinite="skip", labels_store=labels_store).fit(path)
     return model, labels_store
 
+
+
+def write_labels(model, arr):
+    """The label pass of a fit: ``arr``'s labels written to ``model.labels_store``."""
+    largest = max(model.tree_.leaf_labels().values())
+    return store_labels(arr, model._labeller(), model.labels_store, model.storage_options, largest)
 
 def test_written_labels_are_the_routed_labels(mixture, fitted):
     """The labels written (and ``labels_``) equal the lazy int64 labels of ``predict`` and of the tree value for
@@ -73,9 +79,9 @@ def test_a_leaf_label_above_127_widens_the_labels_to_int16(mixture, fitted, tmp_
     leaf = tree.leaves()[3]
     old_label, leaf.label = leaf.label, 300
     try:
-        arr = _scale_out.as_chunked(model, path)
+        arr = _summary_pass.as_chunked(model, path)
         model.labels_store = str(tmp_path / "wide.zarr")
-        labels = store_labels(model, arr, model._route)
+        labels = write_labels(model, arr)
         written = zarr.open_array(model.labels_store, mode="r")
         assert written.dtype == np.int16 and labels.dtype == np.int16
         expected = tree.predict(path).compute()
@@ -90,27 +96,27 @@ def test_one_task_of_ours_per_input_chunk(mixture, fitted, monkeypatch):
     ours: no separate routing or store layer."""
     path, _ = mixture
     model, _ = fitted
-    arr = _scale_out.as_chunked(model, path)
+    arr = _summary_pass.as_chunked(model, path)
     seen = []
 
     def compute(*args):
         seen.append({key: task for a in args for key, task in dict(a.__dask_graph__()).items()})
         return dask.compute(*args)
 
-    monkeypatch.setattr(_scale_out, "compute", compute)
-    store_labels(model, arr, model._route)
+    monkeypatch.setattr(_label_pass, "compute", compute)
+    write_labels(model, arr)
     (graph,) = seen
     ours = [key for key in graph if str(key[0] if isinstance(key, tuple) else key).startswith("lowdens-")]
     assert len(ours) == arr.numblocks[0] == 16
     assert all(key[0].startswith("lowdens-write-labels-") and chunks_read(key) == 1 for key in ours)
 
 
-def test_route_rows_with_out_gives_one_task_per_chunk(mixture, fitted, tmp_path):
+def test_predict_chunked_with_out_gives_one_task_per_chunk(mixture, fitted, tmp_path):
     path, X = mixture
     model, _ = fitted
-    arr = _scale_out.as_chunked(model, path)
+    arr = _summary_pass.as_chunked(model, path)
     out = zarr.create_array(str(tmp_path / "l.zarr"), shape=(len(X),), chunks=(CHUNK,), dtype=np.int8)
-    tasks = route_rows(model.tree_, arr, out)
+    tasks = model.tree_.predict_chunked(arr, out)
     assert len(tasks) == arr.numblocks[0] and len({t.key for t in tasks}) == len(tasks)
     dask.compute(*tasks)
     np.testing.assert_array_equal(out[:], model.predict(path).compute())
@@ -123,7 +129,7 @@ def test_irregular_row_chunks_are_written_through_to_zarr(mixture, fitted, tmp_p
     arr = da.from_array(X, chunks=((500,) + (CHUNK,) * 15 + (500,), 6))
     model.labels_store = str(tmp_path / "irregular.zarr")
     with pytest.warns(UserWarning, match="irregular chunk"):
-        labels = store_labels(model, arr, model._route)
+        labels = write_labels(model, arr)
     assert labels.dtype == np.int8
     np.testing.assert_array_equal(np.asarray(labels), model.predict(arr).compute())
 

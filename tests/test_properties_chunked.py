@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from test_properties import PROFILE
 
 from lowdens_dask import METHODS
-from lowdens_dask.estimators import _scale_out
+from lowdens_dask.estimators import _summary_pass
 
 #: Divisive methods with a Dask and zarr path (the kernel-expansion methods fit in memory only or are slower
 #: than this budget allows; they have their own chunked tests).
@@ -83,7 +83,7 @@ def make(name, mode, n_clusters):
 def test_chunked_fit_properties(name, tmp_path_factory, monkeypatch):
     """Small input is fitted in memory (at most ``SMALL_INPUT_ROWS`` rows); these small arrays take the
     chunked path by lowering that limit, so that odd chunkings cost little."""
-    monkeypatch.setattr(_scale_out, "SMALL_INPUT_ROWS", 1)
+    monkeypatch.setattr(_summary_pass, "SMALL_INPUT_ROWS", 1)
     fitted = 0
 
     @settings(settings.get_profile(PROFILE))

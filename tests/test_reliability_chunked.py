@@ -2,7 +2,6 @@
 that agree, zarr stores read as zarr means them, and fits that fail instead of waiting."""
 
 import warnings
-from types import SimpleNamespace
 
 import dask
 import dask.array as da
@@ -23,7 +22,7 @@ from lowdens_dask import (
     SCPPClustering,
 )
 from lowdens_dask.backend import INTEGRITY_ATTRIBUTE, WorkerMemoryError, as_dask_array, write_integrity_manifest
-from lowdens_dask.estimators._scale_out import merge_unreached_leaves
+from lowdens_dask.estimators._summary_pass import merge_unreached_leaves
 from lowdens_dask.tree import HyperplaneRule
 
 
@@ -160,10 +159,9 @@ def test_point14_a_leaf_no_row_reaches_is_merged_back():
     tree.add_rule_split(0, "pddp", HyperplaneRule([1.0], 0.0), (10, 20), {}, {})
     tree.add_rule_split(2, "pddp", HyperplaneRule([1.0], 5.0), (5, 15), {}, {})
     tree.add_rule_split(4, "pddp", HyperplaneRule([1.0], 9.0), (7, 8), {}, {})
-    model = SimpleNamespace(tree_=tree, n_clusters_=4)
     with pytest.warns(UserWarning, match=r"1 split\(s\) made a cluster that no row reaches"):
-        merge_unreached_leaves(model, np.array([[-1.0], [8.0], [10.0]]))  # none in [0, 5)
-    assert model.n_clusters_ == tree.n_leaves == 3
+        assert merge_unreached_leaves(tree, np.array([[-1.0], [8.0], [10.0]])) == 1  # none in [0, 5)
+    assert tree.n_leaves == 3
     assert tree.predict(np.array([[-1.0], [2.0], [8.0], [10.0]])).tolist() == [0, 1, 1, 2]
     assert tree.nodes[2].rule == HyperplaneRule([1.0], 9.0) and tree.nodes[5].depth == 2
 

@@ -52,7 +52,7 @@ def test_point05_scpp_tiny_scale_finishes():
     projection and is never simple. The non-smooth step chased rounding noise (5,535 evaluations for one split,
     361 s for SCPPClustering(n_clusters=8)); it now stops where λ₂ is zero."""
     X = two_groups()
-    model = SCPP(n_components=3, scheme="paper", omega=-1.0, scale_multiplier=1e-6, microcluster_init="k-means++")
+    model = SCPP(n_components=3, scheme="paper", omega=-1.0, scale_multiplier=1e-6, centre_init="k-means++")
     model.set_params(min_side=75.0, maxiter=1, random_state=0)
     start = time.perf_counter()
     model.fit(X, sample_weight=np.full(150, 2.0))
@@ -161,14 +161,14 @@ def test_point15_weights_far_apart():
 
 
 def test_point15_scale_multiplier_and_microclusters():
-    """scale_multiplier=1e-300 divided by zero, 1e300 overflowed, n_microclusters=1 indexed past λ₁: the legal
+    """scale_multiplier=1e-300 divided by zero, 1e300 overflowed, n_centres=1 indexed past λ₁: the legal
     ranges ([1e-100, 1e100]; at least 2) exclude them with a ValueError from check_params and fit alike."""
     X = two_groups(n=60, d=4)
     bad = [
         (SCPP(scale_multiplier=1e-300), r"scale_multiplier must be a number in \[1e-100, 1e\+100\]"),
         (LMSC(scale_multiplier=1e300), r"scale_multiplier must be a number in \[1e-100, 1e\+100\]"),
-        (SCPPClustering(n_clusters=3, n_microclusters=1, microclusters_above=10), "n_microclusters must be an integer"),
-        (LMSCClustering(n_clusters=3, n_microclusters=1, microclusters_above=10), "n_microclusters must be an integer"),
+        (SCPPClustering(n_clusters=3, n_centres=1, centres_above=10), "n_centres must be an integer"),
+        (LMSCClustering(n_clusters=3, n_centres=1, centres_above=10), "n_centres must be an integer"),
     ]
     for model, message in bad:
         with pytest.raises(ValueError, match=message):
@@ -178,7 +178,7 @@ def test_point15_scale_multiplier_and_microclusters():
     for model in (
         SCPP(scale_multiplier=1e-100, random_state=0),
         SCPP(scale_multiplier=1e100, maxiter=5, random_state=0),
-        SCPPClustering(n_clusters=3, n_microclusters=2, microclusters_above=10, random_state=0),
+        SCPPClustering(n_clusters=3, n_centres=2, centres_above=10, random_state=0),
     ):
         assert model.fit(X).labels_.shape == (60,)
 

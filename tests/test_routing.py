@@ -33,9 +33,8 @@ def test_hand_built_tree_routes_ties_to_child_1():
     X = np.array([[5.0, 0.25, -3.0], [5.0, np.nextafter(0.25, -1.0), -3.0], [-2.0, 0.5, 1.0]])
     np.testing.assert_array_equal(tree.apply(X), [2, 1, 2])
     np.testing.assert_array_equal(tree.predict(X), [1, 0, 1])
-    from lowdens_dask.estimators._scale_out import route_rows
 
-    np.testing.assert_array_equal(route_rows(tree, da.from_array(X, chunks=(2, 3))).compute(), [1, 0, 1])
+    np.testing.assert_array_equal(tree.predict_chunked(da.from_array(X, chunks=(2, 3))).compute(), [1, 0, 1])
 
 
 @pytest.mark.parametrize(

@@ -270,9 +270,9 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     when the cluster has room for them (8 task slots), builds the same tree as the lazy serial order: same
     nodes and sizes, hyperplanes equal to 1e-6 (BLAS results may differ in the last bits between processes),
     and identical labels."""
-    import lowdens_dask.estimators._base as base_module
+    import lowdens_dask.estimators.hyperplane as framed_growth
 
-    monkeypatch.setattr(base_module, "task_slots", lambda: slots)
+    monkeypatch.setattr(framed_growth, "task_slots", lambda: slots)
     monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)  # every split in tasks, as for large summaries
     X, _ = mixture(n=20_000, k=6, seed=4)
     model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
@@ -282,13 +282,12 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     both_children = 1 + 2 * (model.n_clusters_ - 2)  # the root, then both children of every split but the last
     assert (computed == both_children) if slots == 8 else (computed < both_children)
     parallel = model.tree_
-    from lowdens_dask.estimators._scale_out import as_chunked, summarise
+    from lowdens_dask.estimators._summary_pass import as_chunked, summarise
 
     summary = summarise(model, as_chunked(model, X), np.random.RandomState(0).randint(2**31 - 1))
     from lowdens_dask.backend.frame import Frame
 
-    model._fit_data(summary.data, Frame(), False, None)
-    serial = model.tree_
+    serial = model._grow(summary.data, Frame(), 0, None).tree
     assert [(n.id, n.children, n.size) for n in parallel] == [(n.id, n.children, n.size) for n in serial]
     for a, b in zip(parallel, serial):
         if not a.is_leaf:
@@ -298,11 +297,9 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
 
 
 def test_auto_mode_switches_to_summary_above_the_documented_size(monkeypatch):
-    import lowdens_dask.estimators._scale_out as summary_module
-
     X, _ = mixture(n=5_000, seed=5)
     assert not hasattr(MDHClustering(n_clusters=4).fit(X), "n_microclusters_")
-    monkeypatch.setattr(summary_module, "AUTO_SUMMARY_ROWS", 4_000)
+    monkeypatch.setattr(MDHClustering, "_auto_summary_rows", 4_000)
     model = MDHClustering(n_clusters=4, random_state=0).fit(X)
     assert model.n_microclusters_ <= 5_000 / 20 + 1
     assert isinstance(model.labels_, np.ndarray)

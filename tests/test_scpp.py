@@ -187,7 +187,7 @@ def test_registry_and_public_names():
         ({"n_components": 0}, "n_components"),
         ({"betas": []}, "betas must be"),
         ({"scale_multiplier": 0}, "scale_multiplier"),
-        ({"microcluster_init": "random"}, "microcluster_init"),
+        ({"centre_init": "random"}, "centre_init"),
         ({"similarity": "cosine"}, "similarity"),
     ],
 )

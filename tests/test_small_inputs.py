@@ -12,9 +12,9 @@ import zarr
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import METHODS
-from lowdens_dask.estimators import _scale_out
+from lowdens_dask.estimators import _summary_pass
 
-#: The documented threshold (``_scale_out.SMALL_INPUT_ROWS``).
+#: The documented threshold (``_summary_pass.SMALL_INPUT_ROWS``).
 SMALL_INPUT_ROWS = 256
 NAMES = sorted(METHODS)
 #: Methods with an exact mode on chunked input (an SVM needs its points in memory: summary mode only).
@@ -83,7 +83,7 @@ def test_small_zarr_input_keeps_the_contract(tmp_path):
 
 def test_the_threshold_is_the_documented_row_count():
     """At most SMALL_INPUT_ROWS rows: fitted on the rows (each its own microcluster); one more: summarised."""
-    assert _scale_out.SMALL_INPUT_ROWS == SMALL_INPUT_ROWS
+    assert _summary_pass.SMALL_INPUT_ROWS == SMALL_INPUT_ROWS
     X, _ = two_groups(SMALL_INPUT_ROWS + 1)
     small = fitted("pddp", da.from_array(X[:SMALL_INPUT_ROWS], chunks=(100, 3)))
     assert small.n_microclusters_ == SMALL_INPUT_ROWS

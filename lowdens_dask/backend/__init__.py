@@ -1,6 +1,6 @@
 """Data layer: the few operations projection pursuit needs, over in-memory and row-chunked (Dask) data."""
 
-from .chunked import ChunkedData
+from .chunked import ChunkedData, chunks_read
 from .memory import InMemoryData
 from .workers import WorkerMemoryError
 from .zarr_input import INTEGRITY_ATTRIBUTE, ChunkReadError, as_dask_array, write_integrity_manifest
@@ -9,6 +9,7 @@ __all__ = [
     "INTEGRITY_ATTRIBUTE",
     "ChunkReadError",
     "ChunkedData",
+    "chunks_read",
     "InMemoryData",
     "WorkerMemoryError",
     "as_dask_array",

@@ -19,6 +19,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._warnings import warn
+
 #: Scale of a constant column in a frame (as MSC's): its frame coordinates are negligible (its deviations from
 #: its mean are rounding noise), and a split direction found in the frame has no weight on it in the original
 #: coordinates.
@@ -91,3 +93,54 @@ def column_frame(mean: np.ndarray, var: np.ndarray, n: float, standardize: bool)
         return Frame(), constant
     scale[constant] = CONSTANT_SCALE
     return Frame(centre, scale), constant
+
+
+def exact_frame(root, standardize: bool):
+    """The chunked rows (a ``ChunkedNode``) in the frame exact mode fits them in: ``(root, frame)``, as
+    :func:`rows_frame` puts rows in memory (z-scored lazily if ``standardize``, divisor n - 1; columns constant up to rounding set aside);
+    the rows themselves with the identity frame when neither applies. Column means and variances come from
+    the root's first two passes, which the root's principal components reuse."""
+    mean = root.mean()
+    var = np.diag(root.scatter_matrix()) / max(root.total_weight - 1.0, 1.0)
+    frame, constant = column_frame(mean, var, root.total_weight, standardize)
+    _warn_constant(constant & (var > 0))
+    if frame.mean is None:
+        return root, frame
+    return type(root)((root.X - frame.mean) / frame.scale, counter=root.counter), frame
+
+
+def rows_frame(X: np.ndarray, weights: np.ndarray, standardize: bool) -> tuple[Frame, np.ndarray]:
+    """The frame rows in memory are fitted in, and the mask of their constant columns: weighted column means
+    and variances (divisor W - 1) through :func:`~lowdens_dask.backend.frame.column_frame`, with W the total
+    weight (the rows a summary stands for), as exact mode does on chunks."""
+    total = float(weights.sum())
+    mean = weights @ X / total
+    scatter = np.zeros(X.shape[1])
+    for start in range(0, X.shape[0], FRAME_BLOCK_ROWS):  # working copies of a block of rows only
+        block = X[start : start + FRAME_BLOCK_ROWS] - mean
+        scatter += weights[start : start + FRAME_BLOCK_ROWS] @ (block * block)
+    var = scatter / max(total - 1.0, 1.0)
+    frame, constant = column_frame(mean, var, total, standardize)
+    if constant.any():
+        rows = X[weights > 0][:, constant]
+        rounding = np.zeros_like(constant)
+        rounding[constant] = rows.max(axis=0) > rows.min(axis=0)
+        _warn_constant(rounding)
+    return frame, constant
+
+
+#: Rows whose deviations from the mean :func:`rows_frame` holds at once.
+FRAME_BLOCK_ROWS = 65_536
+
+
+def _warn_constant(rounding: np.ndarray) -> None:
+    """Warn about the columns that vary, but only within rounding error of their values (exactly constant
+    columns are reported by the input checks)."""
+    rounding = np.flatnonzero(rounding)
+    if rounding.size:
+        warn(
+            f"X has {rounding.size} column(s) whose spread is within rounding error of their values (indices "
+            f"{rounding[:10].tolist()}{'...' if rounding.size > 10 else ''}: the variance is within the error "
+            "bound of a float64 variance, scikit-learn's rule for StandardScaler); they are treated as constant "
+            "and do not affect the splits."
+        )

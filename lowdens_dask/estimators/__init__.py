@@ -1,6 +1,6 @@
 """scikit-learn compatible estimators, and the registry of methods by name."""
 
-from ._scale_out import build_summary
+from ._summary_pass import build_summary
 from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
 from .msc import MSC, MSCClustering

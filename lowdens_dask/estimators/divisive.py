@@ -6,48 +6,27 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils.validation import check_is_fitted
 
 from .._warnings import warn
-from ..backend import InMemoryData, as_dask_array
+from ..backend import InMemoryData
+from ..backend.chunked import task_slots
 from ..backend.cluster_summary import ClusterSummary
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..pursuit.significance import SplitTest
-from ..backend.chunked import task_slots
 from ..tree import ClusterTree
-from ..tree.grower import GrowthRules, History, grow
+from ..tree.grower import Growth, GrowthRules, History, grow
 from ..tree.hyperplanes import HyperplaneSplitter
-from ._base import TreeFitMixin
-from ._progress import progress_bar
-from ._scale_out import (
-    check_n_features,
-    check_scale_out_params,
-    fit_exact_chunked,
-    fit_in_summary_mode,
-    is_chunked_input,
-    max_node_bytes,
-    route_rows,
-    summary_of_rows,
-    update_in_summary_mode,
-    use_summary_mode,
-)
-from ._validation import (
-    check_bandwidth,
-    check_fit_rows,
-    check_mdh_params,
-    check_n_clusters_auto,
-    labels_with_skipped,
-    predict_rows,
-    single_threaded_blas,
-)
+from ._fit import TreeClustering
+from ._params import DIVISIVE_DEFAULTS, MDH_INDEX_DEFAULTS, init_with, max_node_bytes, scale_out, with_scale_out_doc
+from ._validation import check_bandwidth, check_mdh_params, check_n_clusters_auto, single_threaded_blas
+from .hyperplane import FramedGrowth
+from .progress import progress_bar
 
 
-class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
+class _DivisiveClustering(FramedGrowth, TreeClustering):
     """Grow a ClusterTree by repeatedly splitting the leaf with the largest split index
     (:func:`lowdens_dask.tree.grower.grow`).
 
@@ -65,6 +44,8 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
     _method: str
     #: Split indices by name: ``(node, data, hyperplane) -> number``, larger first.
     _split_indices: dict
+    _updatable = True
+    _predict_dtype = [np.float64, np.float32]  # float32 routed as it is
 
     def _index_params(self) -> dict:
         raise NotImplementedError
@@ -82,137 +63,13 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         if not isinstance(self.force_n_clusters, (bool, np.bool_)):
             raise ValueError(f"{name}: force_n_clusters must be True or False; got {self.force_n_clusters!r}.")
 
-    def fit(self, X, y=None, sample_weight=None):
-        """Grow the tree on X; ``labels_`` are the leaves' labels (tree order).
-
-        X may be an array, a Dask array or a zarr store; see ``mode`` and
-        :mod:`lowdens_dask.estimators._scale_out` for the summary and exact modes of the latter two. A fit
-        forgets earlier fits and updates; in summary mode it keeps the summary (``summary_``) that
-        :meth:`partial_fit` updates.
-        """
-        self._check_params()
-        check_scale_out_params(self)
-        for name in ("summary_", "update_report_", "_rows_fitted"):
-            self.__dict__.pop(name, None)
-        if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
-        if is_chunked_input(X):
-            fit_exact_chunked(self, X, sample_weight, self._fit_node, self._route, self._fit_rows)
-            self._rows_fitted = (X, None)  # summarised when the first update comes
-            return self
-        X, weights, finite = check_fit_rows(self, X, sample_weight)
-        self._fit_rows(X, weights)
-        self._rows_fitted = (X, None if sample_weight is None else weights)
-        self.labels_ = labels_with_skipped(self.tree_.predict(X), finite)
-        self.n_nonfinite_ = 0 if finite is None else int((~finite).sum())
-        self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
-        return self
-
-    def partial_fit(self, X, y=None, sample_weight=None):
-        """Update the clustering with new rows X (an array, a Dask array or a zarr store), in summary mode.
-
-        The first call fits X in summary mode (whatever ``mode`` says). Each later call summarises only X's rows
-        (one pass), merges them into ``summary_`` (with ``decay``, the rows seen before keep ``1 - decay`` of
-        their weight) and updates ``tree_`` on the merged summary (:mod:`lowdens_dask.tree.grower` has the
-        rules): each split is re-pursued from its hyperplane, and kept as it is while it still lies in low density
-        and, for ``n_clusters="auto"``, is still significant on held-out microclusters; with ``"auto"`` (or None)
-        a split that is no longer significant (valid) is merged back and a leaf whose best split has become
-        significant is split; with an integer ``n_clusters`` only the hyperplanes move. Cluster ids are
-        stable: an unchanged leaf keeps its id, a split leaf's id goes to the child with most of its old
-        weight, a merged leaf takes the id of its largest leaf, and ids are never reused, so ids need not be
-        0..K-1. ``labels_`` are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and
-        ``tree_.update`` counts the updates (each node records ``created`` and ``changed``).
-
-        After :meth:`fit` in memory or in exact mode, the first update summarises the rows the fit saw (one pass, as
-        summary mode would: :func:`~lowdens_dask.estimators.build_summary`) and updates the fitted tree. The fit
-        holds a reference to those rows until then (not pickled: an estimator unpickled before its first update
-        starts afresh, with a warning). Splits are found, judged and made by the rules of :meth:`fit`:
-        ``split_index``, ``force_n_clusters``, ``max_clusters`` and ``n_clusters`` (an integer: the tree grows, or
-        merges back its latest splits, to that many leaves). ``sample_weight`` is not supported (the summary's
-        microclusters carry the row counts).
-        """
-        if sample_weight is not None:
-            raise ValueError("sample_weight is not supported by partial_fit (the summary carries the weights).")
-        self._check_params()
-        check_scale_out_params(self)
-        if hasattr(self, "tree_"):
-            check_n_features(self, X)
-        if hasattr(self, "tree_") and not hasattr(self, "summary_") and hasattr(self, "_rows_fitted"):
-            self.summary_ = summary_of_rows(self, *self._rows_fitted)
-            del self._rows_fitted
-        if hasattr(self, "summary_"):
-            return update_in_summary_mode(self, X, self._update_tree, self._route)
-        if hasattr(self, "tree_"):
-            warn(
-                f"This {type(self).__name__} has no summary of the rows it was fitted on (it was unpickled, or its "
-                "summary_ deleted), which an update needs, so partial_fit starts a new fit from X (set summary_ = "
-                "build_summary(estimator, X_fitted) before partial_fit to update the fit instead)."
-            )
-        fit_in_summary_mode(self, X, None, self._fit_rows, self._route)
-        self.tree_.stabilise_labels()
-        self.update_report_ = {
-            "update": 0,
-            "n_rows": self.summary_.n_rows,
-            "decay": getattr(self, "decay", None),
-            "n_clusters_before": 0,
-            "n_clusters": self.n_clusters_,
-            "nodes": [],
-            "leaves": [],
-            "drift": None,
-        }
-        return self
-
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_rows_fitted", None)  # the rows of an in-memory or exact fit stay with the user
         return state
 
-    def _update_tree(self, summary: ClusterSummary, old_weights: np.ndarray) -> dict:
-        """Update ``tree_`` to the merged summary: :func:`~lowdens_dask.tree.grower.grow` from the fitted tree, by
-        the rules of a fit (:meth:`_rules`)."""
-        frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
-        points = InMemoryData(Z, summary.weights, spread)
-        rules = self._rules()
-        splitter = self._splitter(frame, rules.test, points, parallel=task_slots(), original=summary.means)
-        history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights)
-        with single_threaded_blas():
-            growth = grow(self.tree_, points, splitter, rules, history=history)
-        self._set_growth(growth)
-        return growth.report
-
-    def _target(self):
-        """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
-        return growth_target(self)
-
-    def _rules(self) -> GrowthRules:
-        """How the tree grows, in :meth:`fit` and :meth:`partial_fit` alike."""
-        target, test = self._target()
-        n_clusters = getattr(self, "n_clusters", 2)  # the one-split SCPP and LMSC: 2
-        told = isinstance(n_clusters, numbers.Integral)
-        return GrowthRules(
-            target,
-            self._rank,
-            lazy=self.split_index == "size",
-            force=bool(getattr(self, "force_n_clusters", False)) and told,
-            merge=not told,
-            test=test,
-        )
-
-    def _splitter(self, frame, test, data, *, parallel=0, refine=None, original=None):
-        chunked = data.chunked
-        return HyperplaneSplitter(
-            self._method, self._index_params(), self.min_size, frame, test, parallel=parallel, refine=refine,
-            max_node_bytes=max_node_bytes(self) if chunked else 0.0,
-        )  # fmt: skip
-
-    def _tree_params(self) -> dict:
-        """The parameters the tree records."""
-        return {**self._index_params(), "min_size": self.min_size}
-
-    def _route(self, arr, out=None):
-        return route_rows(self.tree_, arr, out)
-
-    def _fit_data(self, data, frame, parallel: int, refine) -> None:
+    # ------------------------------------------------------------------ growing
+    def _grow(self, data, frame, parallel: int, refine) -> Growth:
         """Grow a one-leaf tree on ``data`` (in ``frame``): :func:`~lowdens_dask.tree.grower.grow`."""
         rules = self._rules()
         splitter = self._splitter(frame, rules.test, data, parallel=parallel, refine=refine)
@@ -221,41 +78,67 @@ class _DivisiveClustering(TreeFitMixin, ClusterMixin, BaseEstimator):
         passes = None if rows is None else (lambda: rows.counter.total)
         bar = progress_bar(type(self).__name__, rules.n_clusters, passes, draw=rows is not None)
         try:
-            growth = grow(tree, data, splitter, rules, progress=bar)
+            return grow(tree, data, splitter, rules, progress=bar)
         finally:
             if bar is not None:
                 bar.close()
-        self._set_growth(growth)
 
-    def _set_growth(self, growth) -> None:
-        """The fitted attributes of a grown tree, with the warnings of a growth that fell short of ``n_clusters``."""
+    def _grow_update(self, summary: ClusterSummary, old_weights: np.ndarray) -> Growth:
+        """Grow ``tree_`` on the merged summary by the rules of a fit (:meth:`_rules`)."""
+        frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
+        points = InMemoryData(Z, summary.weights, spread)
+        rules = self._rules()
+        splitter = self._splitter(frame, rules.test, points, parallel=task_slots(), original=summary.means)
+        history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights)
+        with single_threaded_blas():
+            return grow(self.tree_, points, splitter, rules, history=history)
+
+    def _target(self):
+        """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
+        return growth_target(self)
+
+    def _rules(self) -> GrowthRules:
+        """How the tree grows, in :meth:`fit` and :meth:`partial_fit` alike."""
+        target, test = self._target()
         told = isinstance(self.n_clusters, numbers.Integral)
-        if growth.n_forced:
-            warn(
-                f"{growth.n_forced} of the {growth.n_leaves - 1} splits were forced to reach n_clusters="
-                f"{self.n_clusters}: no leaf had a valid {self._method} split (they are marked forced in tree_; "
-                "force_n_clusters=False stops at the last valid split)."
-            )
-        if told and growth.n_leaves < self.n_clusters:
-            warn(
-                f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
-                + ("can be split further." if self.force_n_clusters else f"has a valid {self._method} split.")
-            )
-        self.tree_ = growth.tree
-        self.n_clusters_ = growth.n_leaves
-        self.n_evaluations_ = growth.n_evaluations
+        return GrowthRules(
+            target,
+            self._rank,
+            lazy=self.split_index == "size",
+            force=bool(self.force_n_clusters) and told,
+            merge=not told,
+            test=test,
+        )
+
+    def _splitter(self, frame, test, data, *, parallel=0, refine=None, original=None):
+        return HyperplaneSplitter(
+            self._method, self._index_params(), self.min_size, frame, test, parallel=parallel, refine=refine,
+            max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
+        )  # fmt: skip
+
+    def _tree_params(self) -> dict:
+        """The parameters the tree records."""
+        return {**self._index_params(), "min_size": self.min_size}
 
     def _rank(self, node, data, hp: Hyperplane | None) -> float:
         if callable(self.split_index):
             return float(self.split_index(data.X, hp))
         return self._split_indices[self.split_index](node, data, hp)
 
-    def predict(self, X):
-        """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
-        check_is_fitted(self)
-        if is_chunked_input(X):
-            return route_rows(self.tree_, as_dask_array(X, storage_options=self.storage_options))
-        return predict_rows(self, X, self.tree_.predict, dtype=[np.float64, np.float32])  # float32 routed as it is
+    def _fitted_attributes(self, growth) -> dict:
+        """No attributes of its own; the warnings of a growth that fell short of ``n_clusters``."""
+        if growth.n_forced:
+            warn(
+                f"{growth.n_forced} of the {growth.n_leaves - 1} splits were forced to reach n_clusters="
+                f"{self.n_clusters}: no leaf had a valid {self._method} split (they are marked forced in tree_; "
+                "force_n_clusters=False stops at the last valid split)."
+            )
+        if isinstance(self.n_clusters, numbers.Integral) and growth.n_leaves < self.n_clusters:
+            warn(
+                f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
+                + ("can be split further." if self.force_n_clusters else f"has a valid {self._method} split.")
+            )
+        return {}
 
 
 def growth_target(est) -> tuple[int | None, SplitTest | None]:
@@ -285,6 +168,7 @@ def _scatter(node, data, hp) -> float:
     return data.total_scatter()
 
 
+@with_scale_out_doc
 class MDHClustering(_DivisiveClustering):
     """Divisive clustering with minimum density hyperplanes (MDDC; PPCI's ``mddc``).
 
@@ -320,40 +204,7 @@ class MDHClustering(_DivisiveClustering):
         (in [0, 1); None keeps their whole weight), so that old data fades.
     bandwidth, alphas, v0, eta, eps, maxiter, ftol, standardize
         As for :class:`~lowdens_dask.MDH`, applied at every node.
-    mode : {"auto", "exact", "summary"}, default="auto"
-        "auto" fits in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays
-        and zarr stores in summary mode; "exact" fits every input exactly (Dask and zarr input by
-        chunk-map and tree-reduce passes over the rows, with the in-memory result); "summary" forces
-        summary mode (see :mod:`lowdens_dask.estimators._scale_out`). Small input, at most 256 rows
-        (``SMALL_INPUT_ROWS``), is read into memory in one pass and fitted on its rows in every mode, with
-        the tree and labels of the numpy array's fit (its summary would have too few microclusters to place
-        a split); ``labels_`` is still a Dask array for Dask or zarr input. At least 2 finite rows are needed.
-    rows_per_microcluster : float, default=20
-        Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
-    max_microclusters : int or None, default=1024
-        Summary mode: the summary's budget. Microclusters are merged on the workers, in the tree reduction
-        that combines the chunks' summaries, down to at most this many (weighted k-means of their means, which
-        keeps counts, means and spreads exact), so the tree's cost does not grow with the number of chunks.
-        None keeps every chunk's microclusters.
-    refine : int, default=0
-        Summary mode: before each split is made, polish it with this many exact L-BFGS steps (each a few
-        passes over the node's rows) from every start's summary hyperplane, and keep the start with the
-        largest exact relative depth; node sizes then count rows. 0 keeps the summary hyperplanes.
-    nonfinite : {"raise", "skip"}, default="raise"
-        Rows with NaN/inf make the fit fail with their count, or are set aside and labelled -1
-        (``n_nonfinite_`` counts them), for in-memory and chunked input alike.
-    random_state : int or None, default=None
-        Seeds the microcluster k-means.
-    storage_options : dict, optional
-        fsspec options for zarr paths/URLs (input and ``labels_store``).
-    labels_store : str, optional
-        Dask or zarr input: a zarr path/URL where the labels are written, chunk-aligned with the input.
-    max_node_bytes : float or "auto", default="auto"
-        Exact mode on Dask or zarr input: a node whose rows take at most this many bytes (as float64) is
-        gathered to one worker and split there by the in-memory path (its restarts, and the two children of
-        each split, as parallel tasks); larger nodes are split by passes over their chunks, two per objective
-        evaluation. "auto": a quarter of the smallest worker's memory limit (of the machine's memory without
-        a distributed client). 0 uses the passes everywhere.
+    {scale_out}
 
     Attributes
     ----------
@@ -395,58 +246,10 @@ class MDHClustering(_DivisiveClustering):
     _method = "mdh"
     _split_indices = {"size": _size, "fval": _lowest_density, "rdepth": _relative_depth}
 
-    def __init__(
-        self,
-        n_clusters: int | str | None = 8,
-        *,
-        split_index: str | Callable = "size",
-        min_size: float = 1,
-        force_n_clusters: bool = True,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        bandwidth: float | str | Callable | None = None,
-        alphas: Sequence[float] | None = None,
-        v0: np.ndarray | Callable | None = None,
-        eta: float = 1e-2,
-        eps: float = 1.0 - 1e-6,
-        maxiter: int = 50,
-        ftol: float = 1e-5,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        refine: int = 0,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.n_clusters = n_clusters
-        self.split_index = split_index
-        self.min_size = min_size
-        self.force_n_clusters = force_n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.decay = decay
-        self.bandwidth = bandwidth
-        self.refine = refine
-        self.alphas = alphas
-        self.v0 = v0
-        self.eta = eta
-        self.eps = eps
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with(
+        {"n_clusters": 8},
+        {"split_index": "size", **DIVISIVE_DEFAULTS, **MDH_INDEX_DEFAULTS, "standardize": False, **scale_out()},
+    )
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -496,42 +299,9 @@ class PDDP(_DivisiveClustering):
     _method = "pddp"
     _split_indices = {"scatter": _scatter, "size": _size}
 
-    def __init__(
-        self,
-        n_clusters: int | str | None = 8,
-        *,
-        split_index: str | Callable = "scatter",
-        min_size: float = 1,
-        force_n_clusters: bool = True,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.n_clusters = n_clusters
-        self.split_index = split_index
-        self.min_size = min_size
-        self.force_n_clusters = force_n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.decay = decay
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with(
+        {"n_clusters": 8}, {"split_index": "scatter", **DIVISIVE_DEFAULTS, "standardize": False, **scale_out("refine")}
+    )
 
     def _index_params(self) -> dict:
         return {}
@@ -570,44 +340,10 @@ class DePDDP(_DivisiveClustering):
     _method = "depddp"
     _split_indices = {"fval": _lowest_density, "size": _size}
 
-    def __init__(
-        self,
-        n_clusters: int | str | None = 8,
-        *,
-        split_index: str | Callable = "fval",
-        bandwidth: float | str | Callable | None = None,
-        min_size: float = 1,
-        force_n_clusters: bool = True,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.n_clusters = n_clusters
-        self.split_index = split_index
-        self.bandwidth = bandwidth
-        self.min_size = min_size
-        self.force_n_clusters = force_n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.decay = decay
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with(
+        {"n_clusters": 8},
+        {"split_index": "fval", "bandwidth": None, **DIVISIVE_DEFAULTS, "standardize": False, **scale_out("refine")},
+    )
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -653,44 +389,10 @@ class IPDDP(_DivisiveClustering):
     _method = "ipddp"
     _split_indices = {"gap": _widest_gap, "size": _size}
 
-    def __init__(
-        self,
-        n_clusters: int | str | None = 8,
-        *,
-        split_index: str | Callable = "gap",
-        percentile: float = 0.1,
-        min_size: float = 1,
-        force_n_clusters: bool = True,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.n_clusters = n_clusters
-        self.split_index = split_index
-        self.percentile = percentile
-        self.min_size = min_size
-        self.force_n_clusters = force_n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.decay = decay
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with(
+        {"n_clusters": 8},
+        {"split_index": "gap", "percentile": 0.1, **DIVISIVE_DEFAULTS, "standardize": False, **scale_out("refine")},
+    )
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -7,33 +7,59 @@ with it."""
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
-from ..backend import ChunkedData, as_dask_array
-from ..backend.frame import Frame
+from ..backend import InMemoryData, as_dask_array
+from ..backend.chunked import task_slots
+from ..backend.frame import exact_frame, rows_frame
 from ..tree import ClusterTree, hyperplane_side
-from ..tree.grower import GrowthRules, grow
-from ..tree.hyperplanes import HyperplaneSplitter
-from ._base import TreeFitMixin
-from ._scale_out import (
-    check_scale_out_params,
-    fit_exact_chunked,
-    fit_in_summary_mode,
-    is_chunked_input,
-    max_node_bytes,
-    use_summary_mode,
-)
-from ._validation import check_fit_rows, labels_with_skipped, predict_rows
+from ..tree.grower import Growth, GrowthRules, grow
+from ..tree.hyperplanes import HyperplaneSplitter, Refine
+from ._fit import TreeClustering
+from ._params import is_chunked_input, max_node_bytes
+from ._validation import single_threaded_blas
 
 
-class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
+class FramedGrowth:
+    """Hyperplane indices grow on their points in a frame: ``_grow(data, frame, parallel, refine) -> Growth`` is
+    handed the rows in memory, the summary-mode microclusters (grown as parallel Dask tasks) or the chunked rows of
+    exact mode, each in the frame they are fitted in."""
+
+    def _in_frame(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None):
+        """``(frame, rows in the frame, spread in the frame)`` of rows or summaries in memory: standardised if
+        ``standardize``, and with columns that are constant up to rounding set aside either way
+        (:func:`~lowdens_dask.backend.frame.column_frame`), the same in memory and in exact mode."""
+        frame, constant = rows_frame(X, weights, self.standardize)
+        Z = X if frame.mean is None else (X - frame.mean) / frame.scale
+        if self.standardize and spread is not None and not constant.all():
+            # per-dimension variance, approximately, in z-scored units (of the columns that are not constant)
+            spread = spread / np.mean(frame.scale[~constant] ** 2)
+        return frame, Z, spread
+
+    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
+        """Grow on rows or summaries in memory. In summary mode (``spread`` given) the tree grows as parallel Dask
+        tasks; with ``rows`` (a ChunkedNode of the rows, for ``refine``) every split is polished by exact passes over
+        its node's rows before it is made."""
+        frame, Z, spread = self._in_frame(X, weights, spread)
+        refine = None if rows is None else Refine(*exact_frame(rows, self.standardize), self.refine)
+        with single_threaded_blas():
+            return self._grow(InMemoryData(Z, weights, spread), frame, task_slots() if spread is not None else 0, refine)
+
+    def _grow_node(self, root) -> Growth:
+        """Exact mode over chunked rows: nodes that fit ``max_node_bytes`` on one worker each, the others by
+        passes over their chunks."""
+        with single_threaded_blas():
+            return self._grow(*exact_frame(root, self.standardize), 0, None)
+
+
+class HyperplaneEstimator(FramedGrowth, TreeClustering):
     """Base class: fit one hyperplane ``{x : v.x = b}`` of the index ``_method``; label 0 is ``v.x < b``.
 
     Subclasses define ``_method``, ``_index_params()`` and ``_check_params()``. Sets ``v_``, ``b_``,
     ``stats_`` (the index's statistics), ``fval_``, ``n_evaluations_`` and ``labels_`` (a numpy array for
-    in-memory input, a Dask array for Dask or zarr input, backed by ``labels_store`` when given).
+    in-memory input, a Dask array for Dask or zarr input, backed by ``labels_store`` when given); ``tree_`` is the
+    one-split tree. With ``sample_weight`` the index, moments and PCs are weighted.
     """
 
     _method: str
@@ -45,26 +71,8 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
     def _check_params(self) -> None:
         raise NotImplementedError
 
-    def fit(self, X, y=None, sample_weight=None):
-        """Fit the hyperplane; with ``sample_weight`` the index, moments and PCs are weighted.
-
-        X may be an array, a Dask array or a zarr store; see ``mode`` and
-        :mod:`lowdens_dask.estimators._scale_out` for the summary and exact modes of the latter two.
-        """
-        self._check_params()
-        check_scale_out_params(self)
-        if use_summary_mode(self, X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._predict_chunked)
-        if is_chunked_input(X):
-            return fit_exact_chunked(self, X, sample_weight, self._fit_node, self._predict_chunked)
-        X, weights, finite = check_fit_rows(self, X, sample_weight)
-        self._fit_rows(X, weights)
-        self.labels_ = labels_with_skipped(self._predict(X), finite)
-        self.n_nonfinite_ = 0 if finite is None else int((~finite).sum())
-        self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
-        return self
-
-    def _fit_data(self, data, frame: Frame, parallel: int, refine) -> None:
+    def _grow(self, data, frame, parallel: int, refine) -> Growth:
+        """The tree grower's one-split case: the root's best split (in the original coordinates), made if valid."""
         params = self._index_params()
         v0 = params.get("v0")
         if v0 is not None and not callable(v0) and frame.scale is not None:
@@ -82,26 +90,26 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
                 f"= {2 * self.min_size:.6g}, so no split can leave min_size on each side; scale sample_weight "
                 "up or lower min_size."
             )
-        hp = splitter.original(growth.root)
-        root = growth.tree.root
-        if not root.is_leaf:  # the split made (polished with refine)
-            hp = hp._replace(v=root.v, b=root.b, stats=root.stats, params=root.params)
-        else:
+        return growth._replace(root=growth.root._replace(found=splitter.original(growth.root)))
+
+    @staticmethod
+    def _split(growth: Growth):
+        """The split made (polished with refine), else the best found, in the original coordinates."""
+        hp, root = growth.root.found, growth.tree.root
+        return hp if root.is_leaf else hp._replace(v=root.v, b=root.b, stats=root.stats, params=root.params)
+
+    def _fitted_attributes(self, growth: Growth) -> dict:
+        """``v_``, ``b_``, ``stats_``, ``fval_`` of :meth:`_split`."""
+        if growth.tree.root.is_leaf:
             warn(self._no_split_warning)
-        self._set_split(hp)
-        self.n_evaluations_ = growth.n_evaluations
+        hp = self._split(growth)
+        return {"v_": hp.v, "b_": hp.b, "stats_": dict(hp.stats), "fval_": hp.fval}
 
-    def _set_split(self, hp) -> None:
-        self.v_ = hp.v
-        self.b_ = hp.b
-        self.stats_ = dict(hp.stats)
-        self.fval_ = hp.fval
-
-    def _predict(self, X: np.ndarray) -> np.ndarray:
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
         return hyperplane_side(X, self.v_, self.b_)
 
-    def _predict_chunked(self, arr, out=None):
-        return ChunkedData(arr).label_rows(hyperplane_side, self.v_, self.b_, out=out)
+    def _labeller(self) -> tuple:
+        return hyperplane_side, (self.v_, self.b_), False
 
     def decision_function(self, X) -> np.ndarray:
         """Signed distance ``X @ v_ - b_`` to the hyperplane (lazily, for Dask or zarr input)."""
@@ -110,10 +118,3 @@ class HyperplaneEstimator(TreeFitMixin, ClusterMixin, BaseEstimator):
             return as_dask_array(X, storage_options=self.storage_options) @ self.v_ - self.b_
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return X @ self.v_ - self.b_
-
-    def predict(self, X) -> np.ndarray:
-        """Side of the hyperplane: 0 for ``X @ v_ < b_``, 1 otherwise (-1 for NaN/inf rows of chunked input)."""
-        check_is_fitted(self)
-        if is_chunked_input(X):
-            return self._predict_chunked(as_dask_array(X, storage_options=self.storage_options))
-        return predict_rows(self, X, self._predict)

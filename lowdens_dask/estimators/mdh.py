@@ -4,11 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
-import numpy as np
-
 from ..indices import DEFAULT_ALPHAS
+from ._params import MDH_INDEX_DEFAULTS, init_with, scale_out
 from ._validation import check_mdh_params
 from .hyperplane import HyperplaneEstimator
 
@@ -73,46 +70,7 @@ class MDH(HyperplaneEstimator):
         Only when X has feature names.
     """
 
-    def __init__(
-        self,
-        *,
-        bandwidth: float | str | Callable | None = None,
-        alphas: Sequence[float] | None = None,
-        v0: np.ndarray | Callable | None = None,
-        eta: float = 1e-2,
-        eps: float = 1.0 - 1e-6,
-        maxiter: int = 50,
-        ftol: float = 1e-5,
-        min_size: float = 1,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        refine: int = 0,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.bandwidth = bandwidth
-        self.alphas = alphas
-        self.v0 = v0
-        self.eta = eta
-        self.eps = eps
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.min_size = min_size
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.refine = refine
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with({}, {**MDH_INDEX_DEFAULTS, "min_size": 1, "standardize": False, **scale_out()})
 
     _method = "mdh"
     _no_split_warning = (
@@ -134,10 +92,13 @@ class MDH(HyperplaneEstimator):
     def _check_params(self) -> None:
         check_mdh_params(self)
 
-    def _set_split(self, hp) -> None:
-        if not hp.params:  # find_hyperplane's answer for rows that are all identical (Dask or zarr input reach it)
+    def _fitted_attributes(self, growth) -> dict:
+        if not growth.root.found.params:  # find_hyperplane's answer for identical rows (Dask or zarr input reach it)
             raise ValueError("Every feature of X is constant; there is no direction to split along.")
-        super()._set_split(hp)
-        self.relative_depth_ = hp.relative_depth
-        self.alpha_ = hp.params["alpha"]
-        self.bandwidth_ = hp.params["bandwidth"]
+        hp = self._split(growth)
+        return {
+            **super()._fitted_attributes(growth),
+            "relative_depth_": hp.relative_depth,
+            "alpha_": hp.params["alpha"],
+            "bandwidth_": hp.params["bandwidth"],
+        }

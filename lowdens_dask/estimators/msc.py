@@ -18,14 +18,12 @@ import numbers
 import dask
 import dask.array as da
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
-from ..backend.chunked import map_reduce
+from ..backend.chunked import PassCounter, map_reduce
 from ..backend.frame import CONSTANT_SCALE, constant_columns
-from ..backend.workers import check_worker_memory, chunk_bytes
 from ..pursuit.msc import (
     METRICS,
     WEIGHTS,
@@ -41,20 +39,12 @@ from ..pursuit.msc import (
 )
 from ..pursuit.significance import SplitTest, half_indices, is_significant, mean_difference_test
 from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
-from ..tree.grower import GrowthRules, grow
+from ..tree.grower import Growth, GrowthRules, grow
 from ..tree.splitter import Candidate, Cut, SplitterBase
-from ._scale_out import (
-    check_enough_rows,
-    check_scale_out_params,
-    fit_in_summary_mode,
-    fit_small_input,
-    is_chunked_input,
-    is_small_input,
-    route_rows,
-    store_labels,
-)
+from ._fit import TreeClustering
+from ._params import init_with, is_chunked_input, scale_out
+from ._summary_pass import check_enough_rows, check_nonfinite
 from ._validation import (
-    check_fit_input,
     check_n_clusters_auto,
     check_positive_int,
     single_threaded_blas,
@@ -104,7 +94,7 @@ _PARAMETERS_DOC = """
         r×r moments; the landmarks are a uniform sample of the node's rows, σ² the median heuristic on them) and
         label the rows in a final lazy pass; "summary" fits on the scale-out engine's weighted
         microclusters (one pass) as rows in memory. Small Dask or zarr input (at most 256 rows,
-        ``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._scale_out`) is read into memory in one pass
+        ``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._summary_pass`) is read into memory in one pass
         and fitted on its rows in every mode, as a numpy array would be; ``labels_`` stays a Dask array.
     rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
         As for :class:`~lowdens_dask.MDHClustering` (NaN/inf rows of chunked input: "raise", or "skip" to label
@@ -149,7 +139,6 @@ def _check_params(est) -> None:
         raise ValueError(f"{name}: n_landmarks must be an integer >= 2; got {r!r}.")
     if est.standardize not in (True, False):
         raise ValueError(f"{name}: standardize must be True or False; got {est.standardize!r}.")
-    check_scale_out_params(est)
 
 
 def _frame(rows: np.ndarray, weights: np.ndarray, standardize: bool, constant: np.ndarray):
@@ -441,8 +430,21 @@ class _ChunkedSplitter(SplitterBase):
         return Cut(candidate.rule, tuple(info[c] for c in children), tuple(counts), candidate.params, candidate.stats)
 
 
-class _MSCBase(ClusterMixin, BaseEstimator):
+#: MSC's parameters and their defaults, shared by MSC and MSCClustering.
+MSC_DEFAULTS = {
+    "weight": "alpha3",
+    "sigma2": None,
+    "metric": "gaussian",
+    "solver": "auto",
+    "n_landmarks": 500,
+    "standardize": False,
+}
+
+
+class _MSCBase(TreeClustering):
     _method = "msc"
+    _auto_summary_rows = None  # mode="auto": in memory, whatever the rows
+    _auto_chunked_mode = "exact"  # mode="auto": chunked input by landmarks, over the chunks
 
     def _n_clusters(self) -> int:
         return self.n_clusters
@@ -461,19 +463,7 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         target, test = growth_target(self)
         return (np.inf if target is None else target), test
 
-    def fit(self, X, y=None, sample_weight=None):
-        """Grow the tree on X (an array, a Dask array or a zarr store); ``labels_`` are its leaves' labels."""
-        self._check_params()
-        if self.mode == "summary":
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
-        if is_chunked_input(X):
-            return self._fit_chunked(X, sample_weight)
-        X, weights = check_fit_input(self, X, sample_weight)
-        self._fit_rows(X, weights)
-        self.labels_ = self.tree_.predict(X)
-        return self
-
-    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread=None, rows=None) -> None:
+    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread=None, rows=None) -> Growth:
         """Grow on rows in memory: duplicates merged into weights (the paper needs distinct rows, §3.6)."""
         positive = weights > 0
         U, inverse = np.unique(X[positive], axis=0, return_inverse=True)
@@ -482,13 +472,12 @@ class _MSCBase(ClusterMixin, BaseEstimator):
         splitter = _RowsSplitter(self, U, c, test, np.random.default_rng(self.random_state))
         tree = ClusterTree(X.shape[1], self._method, {}, root_size=float(weights.sum()))
         with single_threaded_blas():
-            growth = grow(tree, InMemoryData(U, c), splitter, GrowthRules(target, lazy=True, test=test))
-        self._set_tree(growth.tree)
+            return grow(tree, InMemoryData(U, c), splitter, GrowthRules(target, lazy=True, test=test))
 
-    def _fit_chunked(self, X, sample_weight) -> _MSCBase:
+    def _grow_chunked(self, arr) -> tuple[Growth, int, PassCounter]:
+        """Exact mode on chunked rows: recursive MSC with landmarks, a pass that counts every leaf's rows and samples
+        its landmarks after each split, and one for the moments of the leaf to split (:class:`_ChunkedGrowth`)."""
         name = type(self).__name__
-        if sample_weight is not None:
-            raise ValueError(f"{name}: sample_weight is not supported for Dask or zarr input.")
         if self._n_clusters() == "auto":
             raise ValueError(
                 f"{name}: n_clusters='auto' needs the rows in memory, or mode='summary' for Dask and zarr input (the "
@@ -499,51 +488,31 @@ class _MSCBase(ClusterMixin, BaseEstimator):
                 f"{name}: solver='exact' needs the rows in memory; Dask and zarr input are fitted with landmarks "
                 "(solver='auto' or 'landmarks'), or on microclusters in memory with mode='summary'."
             )
-        arr = as_dask_array(X, storage_options=self.storage_options)
-        check_worker_memory(chunk_bytes(arr))
-        if is_small_input(arr):  # read into memory and fitted as rows (see _scale_out)
-            return fit_small_input(self, arr, True, self._fit_rows, self._route, summary=False)
-        self.n_features_in_ = arr.shape[1]
         growth = _ChunkedGrowth(self, arr)
         info, nonfinite = growth.leaves_pass(None)
         total = arr.shape[0]
-        if nonfinite and self.nonfinite == "raise":
-            raise ValueError(
-                f"X has {nonfinite} of {total} rows with NaN or infinite values; pass nonfinite='skip' to set "
-                "them aside (they are then labelled -1)."
-            )
+        check_nonfinite(self, nonfinite, total)
         if info[0] is None or info[0][0] < 2:
             check_enough_rows(total - nonfinite, total)
         if np.all(info[0][3] == info[0][4]):
             raise ValueError("Every feature of X is constant; there is no direction to split along.")
         tree = ClusterTree(arr.shape[1], self._method, {}, root_size=info[0][0])
         with single_threaded_blas():
-            grow(tree, info[0], _ChunkedSplitter(growth, tree, info), GrowthRules(self._n_clusters(), lazy=True))
-        self._set_tree(tree)
-        self.n_nonfinite_ = nonfinite
-        self.n_passes_ = growth.passes + 1
-        self.labels_ = store_labels(self, arr, self._route)
-        return self
+            grown = grow(
+                tree, info[0], _ChunkedSplitter(growth, tree, info), GrowthRules(self._n_clusters(), lazy=True)
+            )
+        passes = PassCounter()
+        passes.add(growth.passes + 1)
+        return grown, nonfinite, passes
 
-    def _set_tree(self, tree: ClusterTree) -> None:
+    def _fitted_attributes(self, growth: Growth) -> dict:
+        tree = growth.tree
         if self._n_clusters() != "auto" and tree.n_leaves < self._n_clusters():
             warn(
                 f"Only {tree.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining leaf "
                 "has two distinct rows of positive weight that MSC separates."
             )
-        self.tree_ = tree
-        self.n_clusters_ = tree.n_leaves
-
-    def _route(self, arr, out=None):
-        return route_rows(self.tree_, arr, out)
-
-    def predict(self, X):
-        """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
-        check_is_fitted(self)
-        if is_chunked_input(X):
-            return self._route(as_dask_array(X, storage_options=self.storage_options))
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
-        return self.tree_.predict(X)
+        return {}
 
 
 class MSCClustering(_MSCBase):
@@ -570,42 +539,10 @@ class MSCClustering(_MSCBase):
 """
     )
 
-    def __init__(
-        self,
-        n_clusters: int | str = 8,
-        *,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        weight: str = "alpha3",
-        sigma2: float | None = None,
-        metric: str = "gaussian",
-        solver: str = "auto",
-        n_landmarks: int = 500,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-    ):
-        self.n_clusters = n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.weight = weight
-        self.sigma2 = sigma2
-        self.metric = metric
-        self.solver = solver
-        self.n_landmarks = n_landmarks
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
+    __init__ = init_with(
+        {"n_clusters": 8},
+        {"max_clusters": None, "significance_level": 0.01, **MSC_DEFAULTS, **scale_out("refine", "max_node_bytes")},
+    )
 
 
 class MSC(_MSCBase):
@@ -632,52 +569,25 @@ class MSC(_MSCBase):
 """
     )
 
-    def __init__(
-        self,
-        *,
-        weight: str = "alpha3",
-        sigma2: float | None = None,
-        metric: str = "gaussian",
-        solver: str = "auto",
-        n_landmarks: int = 500,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-    ):
-        self.weight = weight
-        self.sigma2 = sigma2
-        self.metric = metric
-        self.solver = solver
-        self.n_landmarks = n_landmarks
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
+    __init__ = init_with({}, {**MSC_DEFAULTS, **scale_out("refine", "max_node_bytes")})
 
     def _n_clusters(self) -> int:
         return 2
 
-    def _set_tree(self, tree: ClusterTree) -> None:
-        super()._set_tree(tree)
-        root = tree.root
+    def _fitted_attributes(self, growth: Growth) -> dict:
+        root = growth.tree.root
         rule = root.rule
-        self.coef_ = None if rule is None else rule.coef
-        self.support_ = None if rule is None else rule.support
         sigma2 = root.params.get("sigma2", np.nan)
-        self.sigma2_ = float(sigma2) if self.metric == "gaussian" else float("nan")
-        self.solver_ = root.params.get("solver")
-        self.separation_ = float(root.stats.get("separation", np.nan))
-        self.eigengap_ = float(root.stats.get("eigengap", np.nan))
-        self.disparity_cut_ = float(root.stats.get("disparity_cut", np.nan))
+        return {
+            **super()._fitted_attributes(growth),
+            "coef_": None if rule is None else rule.coef,
+            "support_": None if rule is None else rule.support,
+            "sigma2_": float(sigma2) if self.metric == "gaussian" else float("nan"),
+            "solver_": root.params.get("solver"),
+            "separation_": float(root.stats.get("separation", np.nan)),
+            "eigengap_": float(root.stats.get("eigengap", np.nan)),
+            "disparity_cut_": float(root.stats.get("disparity_cut", np.nan)),
+        }
 
     def decision_function(self, X):
         """f(x) = Σ_j coef_j m(x, s_j) (eq. 2.1): >= 0 for label 1; its absolute value is the distance of d(x) to

@@ -5,10 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
-
+from ._params import DIVISIVE_DEFAULTS, NCUT_INDEX_DEFAULTS, init_with, scale_out
 from ._validation import check_pursuit_params, check_scale
 from .divisive import _DivisiveClustering, _size
 from .hyperplane import HyperplaneEstimator
@@ -53,40 +50,9 @@ class NCutH(HyperplaneEstimator):
 
     _method = "ncut"
 
-    def __init__(
-        self,
-        *,
-        scale: float | Callable | None = None,
-        v0: np.ndarray | Callable | None = None,
-        maxiter: int = 50,
-        ftol: float = 1e-8,
-        min_size: float = 1,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        refine: int = 0,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.scale = scale
-        self.v0 = v0
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.min_size = min_size
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.refine = refine
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with(
+        {}, {**NCUT_INDEX_DEFAULTS, "min_size": 1, "standardize": False, **scale_out()}
+    )
 
     def _check_params(self) -> None:
         check_pursuit_params(self, divisive=False)
@@ -127,52 +93,10 @@ class NCutClustering(_DivisiveClustering):
     _method = "ncut"
     _split_indices = {"fval": _low_cut, "size": _size}
 
-    def __init__(
-        self,
-        n_clusters: int | str | None = 8,
-        *,
-        split_index: str | Callable = "fval",
-        min_size: float = 1,
-        force_n_clusters: bool = True,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        scale: float | Callable | None = None,
-        v0: Callable | None = None,
-        maxiter: int = 50,
-        ftol: float = 1e-8,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        refine: int = 0,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.n_clusters = n_clusters
-        self.split_index = split_index
-        self.min_size = min_size
-        self.force_n_clusters = force_n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.decay = decay
-        self.scale = scale
-        self.v0 = v0
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.refine = refine
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with(
+        {"n_clusters": 8},
+        {"split_index": "fval", **DIVISIVE_DEFAULTS, **NCUT_INDEX_DEFAULTS, "standardize": False, **scale_out()},
+    )
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -20,8 +20,6 @@ covariance's numerical rank: its eigenvalues above ``FLAT_ULPS * n_features * ep
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -32,7 +30,7 @@ from ..backend.chunked import ChunkedNode
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import find_hyperplane
 from ..pursuit.hyperplanes import varying_components
-from ._scale_out import is_chunked_input
+from ._params import MC_INDEX_DEFAULTS, MDH_INDEX_DEFAULTS, NCUT_INDEX_DEFAULTS, init_with, is_chunked_input
 from ._validation import (
     check_fit_input,
     check_mdh_params,
@@ -162,26 +160,9 @@ class MDHProjection(_ProjectionPursuit):
 
     _method = "mdh"
 
-    def __init__(
-        self,
-        n_components: int = 2,
-        *,
-        bandwidth: float | str | Callable | None = None,
-        alphas: Sequence[float] | None = None,
-        eta: float = 1e-2,
-        eps: float = 1.0 - 1e-6,
-        maxiter: int = 50,
-        ftol: float = 1e-5,
-        min_size: float = 1,
-    ):
-        self.n_components = n_components
-        self.bandwidth = bandwidth
-        self.alphas = alphas
-        self.eta = eta
-        self.eps = eps
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.min_size = min_size
+    __init__ = init_with(
+        {"n_components": 2}, {**{k: v for k, v in MDH_INDEX_DEFAULTS.items() if k != "v0"}, "min_size": 1}
+    )
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -213,20 +194,9 @@ class NCutProjection(_ProjectionPursuit):
 
     _method = "ncut"
 
-    def __init__(
-        self,
-        n_components: int = 2,
-        *,
-        scale: float | Callable | None = None,
-        maxiter: int = 50,
-        ftol: float = 1e-8,
-        min_size: float = 1,
-    ):
-        self.n_components = n_components
-        self.scale = scale
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.min_size = min_size
+    __init__ = init_with(
+        {"n_components": 2}, {**{k: v for k, v in NCUT_INDEX_DEFAULTS.items() if k != "v0"}, "min_size": 1}
+    )
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -251,20 +221,10 @@ class MCProjection(_ProjectionPursuit):
 
     _method = "mc"
 
-    def __init__(
-        self,
-        n_components: int = 2,
-        *,
-        maxiter: int = 50,
-        ftol: float = 1e-8,
-        min_size: float = 1,
-        random_state: int | None = None,
-    ):
-        self.n_components = n_components
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.min_size = min_size
-        self.random_state = random_state
+    __init__ = init_with(
+        {"n_components": 2},
+        {**{k: v for k, v in MC_INDEX_DEFAULTS.items() if k != "v0"}, "min_size": 1, "random_state": None},
+    )
 
     def _check_params(self) -> None:
         super()._check_params()

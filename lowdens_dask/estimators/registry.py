@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ._scale_out import check_scale_out_params
+from ._params import check_scale_out_params
 from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
 from .msc import MSC, MSCClustering

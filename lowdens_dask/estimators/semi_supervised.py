@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Sequence
 
 import dask.array as da
 import numpy as np
@@ -17,7 +16,16 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ..backend import ChunkedData, InMemoryData, as_dask_array
 from ..backend.frame import Frame
 from ..pursuit.semi_supervised import semi_supervised_hyperplane
-from ._scale_out import check_scale_out_params, is_chunked_input, summarise, use_summary_mode
+from ._params import (
+    AUTO_SUMMARY_ROWS,
+    MDH_INDEX_DEFAULTS,
+    check_scale_out_params,
+    fit_mode,
+    init_with,
+    is_chunked_input,
+    scale_out,
+)
+from ._summary_pass import summarise
 from ._validation import check_fit_input, check_mdh_params, single_threaded_blas, standardisation
 
 #: The legal ``svm_C``. The SVM only supplies a start direction, whose limits as C -> 0 (the weighted difference of
@@ -111,42 +119,22 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     """
 
-    def __init__(
-        self,
-        *,
-        bandwidth: float | str | None = None,
-        alphas: Sequence[float] | None = None,
-        gammas: Sequence[float] | None = None,
-        eta: float = 1e-2,
-        eps: float = 1.0 - 1e-6,
-        maxiter: int = 50,
-        ftol: float = 1e-5,
-        svm_C: float = 1.0,
-        starts: str = "best",
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-    ):
-        self.bandwidth = bandwidth
-        self.alphas = alphas
-        self.gammas = gammas
-        self.eta = eta
-        self.eps = eps
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.svm_C = svm_C
-        self.starts = starts
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
+    #: :func:`~lowdens_dask.estimators._params.fit_mode`'s rule, as for the tree estimators
+    _auto_summary_rows = AUTO_SUMMARY_ROWS
+    _auto_chunked_mode = "summary"
+    _exact_on_chunks = True
+
+    __init__ = init_with(
+        {},
+        {
+            **{key: value for key, value in MDH_INDEX_DEFAULTS.items() if key != "v0"},
+            "gammas": None,
+            "svm_C": 1.0,
+            "starts": "best",
+            "standardize": False,
+            **scale_out("refine", "labels_store", "max_node_bytes"),
+        },
+    )
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
@@ -212,7 +200,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         X may be an array, a Dask array or a zarr store (summary mode); y an array or a Dask array.
         """
         self._check_params()
-        if use_summary_mode(self, X):
+        if fit_mode(self, X, sample_weight) == "summary":
             return self._fit_summary(X, y, sample_weight)
         if is_chunked_input(X):
             raise ValueError(

@@ -14,18 +14,15 @@ import numbers
 import numpy as np
 
 from .._warnings import warn
+from ..backend import InMemoryData
+from ..backend.frame import exact_frame, rows_frame
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
-from ..tree import HyperplaneRule
-from ..backend import InMemoryData
-from ..tree import ClusterTree
-from ..tree.grower import GrowthRules, by_size, grow
+from ..tree import ClusterTree, HyperplaneRule
+from ..tree.grower import Growth, GrowthRules, by_size, grow
 from ..tree.spectral import SpectralSplitter, least_connected
-from ._scale_out import (
-    MAX_MICROCLUSTERS_PER_CHUNK,
-    exact_frame,
-    rows_frame,
-)
+from ._params import DEPRECATED, init_with, renamed, scale_out
+from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
 from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
 from .divisive import _DivisiveClustering, growth_target
 
@@ -37,19 +34,37 @@ from .divisive import _DivisiveClustering, growth_target
 SCALE_MULTIPLIER_RANGE = (1e-100, 1e100)
 
 #: Parameters handed to :func:`lowdens_dask.pursuit.spectral.spectral_split` as they are.
-_SPLIT_PARAMS = (
-    "n_components",
-    "laplacian",
-    "scheme",
-    "omega",
-    "similarity",
-    "scale_multiplier",
-    "betas",
-    "n_microclusters",
-    "microclusters_above",
-    "microcluster_init",
-    "maxiter",
-)
+_SPLIT_PARAMS = ("n_components", "laplacian", "scheme", "omega", "similarity", "scale_multiplier", "betas", "maxiter")
+#: The per-node centres of a spectral split: the estimator's parameter -> (the pursuit's keyword, the old name, which
+#: works for one release with a FutureWarning).
+_CENTRE_PARAMS = {
+    "n_centres": ("n_microclusters", "n_microclusters"),
+    "centres_above": ("microclusters_above", "microclusters_above"),
+    "centre_init": ("microcluster_init", "microcluster_init"),
+}
+#: The spectral parameters and their defaults (LMSC: n_components 1, scheme "paper", no laplacian).
+SPECTRAL_DEFAULTS = {
+    "n_components": 2,
+    "laplacian": "normalized",
+    "scheme": "package",
+    "omega": 1.0,
+    "similarity": None,
+    "scale_multiplier": 1.0,
+    "betas": None,
+    "n_centres": 200,
+    "centres_above": None,
+    "centre_init": "farthest",
+    "min_side": None,
+    "maxiter": 100,
+    "standardize": False,
+    **{old: DEPRECATED for _, old in _CENTRE_PARAMS.values()},
+}
+LMSC_DEFAULTS = {
+    **{key: value for key, value in SPECTRAL_DEFAULTS.items() if key != "laplacian"},
+    "n_components": 1,
+    "scheme": "paper",
+}
+_DIVISIVE_SPECTRAL = {"split_index": "size", "max_clusters": None, "significance_level": 0.01, "decay": None}
 
 _PARAMETERS_DOC = """
     n_components : int, default={n_components}
@@ -59,10 +74,10 @@ _PARAMETERS_DOC = """
     scheme : {{"package", "paper"}}, default={scheme!r}
         Defaults for everything below that is None: "package", the R package SCPP (Gaussian kernel, scale
         √(mean of the covariance eigenvalues ≥ 1)·(4/(3n))^(1/(4+r)), Δ from the node's covariance, β from 3
-        (1.5 for L) down by 0.2 to 0.5, the smaller side ≥ n/K/5, k-means microclusters above 200 points,
+        (1.5 for L) down by 0.2 to 0.5, the smaller side ≥ n/K/5, k-means centres above 200 points,
         weighted 2-means on two eigenvectors); "paper", §7.1 of the paper (kernel (x/0.1+1)^0.1 e^(−x),
         σ = √(l λ_max) N^(−1/5), δ = min(0.01, σ²), β from 3 down by 0.5, the smaller side ≥ N/(2K),
-        microclusters above 1,000 points, 2-means on the second eigenvector).
+        centres above 1,000 points, 2-means on the second eigenvector).
     omega : float, default=1.0
         Weight of Σ_(i<j) (V_iᵀV_j)² (eq. 26 with unordered pairs, as the R package): > 0 for approximately
         orthogonal columns, < 0 for correlated ones.
@@ -74,13 +89,16 @@ _PARAMETERS_DOC = """
         is 0 for every projection, and the pursuit stops at its start); far above 1 all are.
     betas : sequence of float or None, default=None
         The β schedule (largest first); None is the scheme's.
-    n_microclusters : int, default=200
-        k-means microclusters per node (§7; the points themselves below the threshold); at least 2.
-    microclusters_above : int or None, default=None
-        Use microclusters for nodes with more points than this; None is the scheme's (200 or 1,000).
-    microcluster_init : {{"farthest", "k-means++"}}, default="farthest"
+    n_centres : int, default=200
+        k-means centres per node, the points the split's graph is built on (the paper's "microclusters", §7;
+        the points themselves below the threshold); at least 2. Formerly ``n_microclusters`` (that name works
+        for one release, with a FutureWarning).
+    centres_above : int or None, default=None
+        Use centres for nodes with more points than this; None is the scheme's (200 or 1,000). Formerly
+        ``microclusters_above``.
+    centre_init : {{"farthest", "k-means++"}}, default="farthest"
         Farthest-first traversal from the mean (the R package, deterministic) or k-means++ seeded by
-        ``random_state`` (the paper's runs differ by their microclusters).
+        ``random_state`` (the paper's runs differ by their centres). Formerly ``microcluster_init``.
     min_side : float or None, default=None
         Least weight on the smaller side for a β to be accepted; None is the scheme's rule.
     maxiter : int, default=100
@@ -91,17 +109,17 @@ _PARAMETERS_DOC = """
     mode : {{"auto", "exact", "summary"}}, default="auto"
         "auto" fits in-memory arrays in memory, and Dask arrays and zarr stores in summary mode: the
         scale-out engine's microclusters (one pass) are the points the whole tree is grown on, and a final
-        pass labels the rows. "exact" on chunked input builds each node's microclusters from its own rows
+        pass labels the rows. "exact" on chunked input builds each node's points from its own rows
         (chunk-local k-means of the rows that reach the node, one pass per node, reduced to
-        ``n_microclusters`` by weighted k-means), so deep nodes keep their resolution; two more passes per
+        ``n_centres`` by weighted k-means), so deep nodes keep their resolution; two more passes per
         split count the sides' rows. Small Dask or zarr input, at most 256 rows (``SMALL_INPUT_ROWS`` in
-        :mod:`lowdens_dask.estimators._scale_out`), is read into memory in one pass and fitted on its rows in
+        :mod:`lowdens_dask.estimators._summary_pass`), is read into memory in one pass and fitted on its rows in
         every mode, as the numpy array would be (its summary would have too few microclusters to place a
         split); ``labels_`` is still a Dask array.
     rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int or None, default=None
-        Seeds the k-means++ microclusters, the 2-means of the bi-partition and the summaries.
+        Seeds the k-means++ centres, the 2-means of the bi-partition and the summaries.
 """
 
 _ATTRIBUTES_DOC = """
@@ -109,11 +127,11 @@ _ATTRIBUTES_DOC = """
     ----------
     labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
         Leaf labels of the training rows: each row goes to the side of its nearest projected
-        microcluster at every split (``tree_.predict``), so ``labels_`` equals ``predict(X)``.
+        centre at every split (``tree_.predict``), so ``labels_`` equals ``predict(X)``.
     tree_ : ClusterTree
         Splits are ``NearestCentreRule`` objects (or hyperplanes, for a one-dimensional projection whose
         sides do not interleave); node statistics are ``fval`` (λ₂ + penalty), ``eigenvalue`` (λ₂) and
-        ``balanced``; node parameters record σ, β, δ and the number of microclusters.
+        ``balanced``; node parameters record σ, β, δ and the number of centres.
     n_clusters_ : int
     n_evaluations_ : int
         Objective evaluations over all splits.
@@ -154,12 +172,6 @@ class _SpectralClustering(_DivisiveClustering):
     def _split_index(self) -> str:
         return getattr(self, "split_index", "size")
 
-    def _store(self, params: dict) -> None:
-        """Keep the constructor's arguments as they are (scikit-learn's convention)."""
-        for key, value in params.items():
-            if key not in ("self", "__class__"):
-                setattr(self, key, value)
-
     def _check_params(self) -> None:
         name = type(self).__name__
         if hasattr(self, "max_clusters"):  # the divisive estimators (the one-split ones have no n_clusters)
@@ -167,12 +179,12 @@ class _SpectralClustering(_DivisiveClustering):
         else:
             check_positive_int(self._n_clusters(), f"{name}: n_clusters")
         check_positive_int(self.n_components, f"{name}: n_components")
-        if not (isinstance(self.n_microclusters, numbers.Integral) and not isinstance(self.n_microclusters, bool)) or (
-            self.n_microclusters < 2
-        ):
+        centres = self._centre_params()
+        n_centres = centres["n_microclusters"]
+        if not (isinstance(n_centres, numbers.Integral) and not isinstance(n_centres, bool)) or n_centres < 2:
             raise ValueError(
-                f"{name}: n_microclusters must be an integer >= 2 (λ₂ of the Laplacian, and a bi-partition, need at "
-                f"least two points); got {self.n_microclusters!r}."
+                f"{name}: n_centres must be an integer >= 2 (λ₂ of the Laplacian, and a bi-partition, need at "
+                f"least two points); got {n_centres!r}."
             )
         check_positive_int(self.maxiter, f"{name}: maxiter")
         if self._split_index() not in ("size", "fval"):
@@ -183,9 +195,9 @@ class _SpectralClustering(_DivisiveClustering):
             raise ValueError(f"{name}: scheme must be one of {tuple(SCHEMES)}; got {self.scheme!r}.")
         if self.similarity is not None and self.similarity not in SIMILARITIES:
             raise ValueError(f"{name}: similarity must be None or one of {SIMILARITIES}; got {self.similarity!r}.")
-        if self.microcluster_init not in ("farthest", "k-means++"):
+        if centres["microcluster_init"] not in ("farthest", "k-means++"):
             raise ValueError(
-                f"{name}: microcluster_init must be 'farthest' or 'k-means++'; got {self.microcluster_init!r}."
+                f"{name}: centre_init must be 'farthest' or 'k-means++'; got {centres['microcluster_init']!r}."
             )
         if not (isinstance(self.omega, numbers.Real) and np.isfinite(self.omega)):
             raise ValueError(f"{name}: omega must be a finite number; got {self.omega!r}.")
@@ -200,13 +212,17 @@ class _SpectralClustering(_DivisiveClustering):
             betas = np.asarray(self.betas, dtype=float) if np.ndim(self.betas) == 1 else None
             if betas is None or betas.size == 0 or not np.all(betas > 0):
                 raise ValueError(f"{name}: betas must be None or a non-empty sequence of positive numbers.")
-        if self.microclusters_above is not None:
-            check_positive_int(self.microclusters_above, f"{name}: microclusters_above")
+        if centres["microclusters_above"] is not None:
+            check_positive_int(centres["microclusters_above"], f"{name}: centres_above")
         if self.min_side is not None and not (isinstance(self.min_side, numbers.Real) and self.min_side >= 0):
             raise ValueError(f"{name}: min_side must be None or a non-negative number; got {self.min_side!r}.")
 
+    def _centre_params(self) -> dict:
+        """The per-node centres' parameters under the pursuit's names (the old names, if given, with a warning)."""
+        return {keyword: renamed(self, old, new) for new, (keyword, old) in _CENTRE_PARAMS.items()}
+
     def _split_params(self) -> dict:
-        params = {key: getattr(self, key) for key in _SPLIT_PARAMS}
+        params = {**{key: getattr(self, key) for key in _SPLIT_PARAMS}, **self._centre_params()}
         if params["betas"] is not None:
             params["betas"] = tuple(float(b) for b in params["betas"])
         return {**params, "large_margin": self._large_margin}
@@ -249,40 +265,37 @@ class _SpectralClustering(_DivisiveClustering):
             spread=spread, random_state=random_state,
         )  # fmt: skip
 
-    def _fit_node(self, root) -> None:
+    def _grow_node(self, root) -> Growth:
         """Exact mode on chunked input: each leaf's points are microclusters of its own rows (a pass each)."""
-        with single_threaded_blas():
-            self._fit_data(*exact_frame(self, root), 0, None)
+        return self._grow(*exact_frame(root, self.standardize), 0, None)
 
-    def _fit_data(self, data, frame, parallel: int, refine, spread: float = 0.0) -> None:
+    def _grow(self, data, frame, parallel: int, refine, spread: float = 0.0) -> Growth:
         rules = self._rules()
         splitter = self._splitter(frame, rules.test, data, spread=spread)
         tree = ClusterTree(data.n_features, self._method, self._tree_params(), root_size=data.total_weight)
         with single_threaded_blas():
-            self._set_growth(grow(tree, data, splitter, rules))
+            return grow(tree, data, splitter, rules)
 
-    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
+    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
         # the frame exact mode fits in: standardised if asked, columns constant up to rounding set aside either way
         frame, constant = rows_frame(X, weights, self.standardize)
         Z = X if frame.mean is None else (X - frame.mean) / frame.scale
         within = 0.0 if spread is None else float(weights @ spread / weights.sum())
         if self.standardize and not constant.all():
             within /= float(np.mean(frame.scale[~constant] ** 2))
-        self._fit_data(InMemoryData(Z, weights), frame, 0, None, spread=within)
+        return self._grow(InMemoryData(Z, weights), frame, 0, None, spread=within)
 
     def _target(self):
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
         return growth_target(self) if self._n_clusters() == "auto" else (self._n_clusters(), None)
 
-    def _set_growth(self, growth) -> None:
+    def _fitted_attributes(self, growth) -> dict:
         if self._n_clusters() != "auto" and growth.n_leaves < self._n_clusters():
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
                 "leaf has two distinct rows of positive weight that it can separate."
             )
-        self.tree_ = growth.tree
-        self.n_clusters_ = growth.n_leaves
-        self.n_evaluations_ = growth.n_evaluations
+        return {}
 
 
 def _seed(random_state) -> int:
@@ -310,16 +323,16 @@ class _OneSplit:
     def _n_clusters(self) -> int:
         return 2
 
-    def _set_growth(self, growth) -> None:
-        super()._set_growth(growth)
-        root = self.tree_.root
+    def _fitted_attributes(self, growth) -> dict:
+        root = growth.tree.root
         rule = root.rule
-        if rule is None:
-            self.projection_ = None
-        else:
-            self.projection_ = rule.v[:, None] if isinstance(rule, HyperplaneRule) else rule.V
-        self.eigenvalue_ = float(root.stats.get("eigenvalue", np.nan))
-        self.fval_ = float(root.stats.get("fval", np.nan))
+        projection = None if rule is None else rule.v[:, None] if isinstance(rule, HyperplaneRule) else rule.V
+        return {
+            **super()._fitted_attributes(growth),
+            "projection_": projection,
+            "eigenvalue_": float(root.stats.get("eigenvalue", np.nan)),
+            "fval_": float(root.stats.get("fval", np.nan)),
+        }
 
 
 class SCPPClustering(_SpectralClustering):
@@ -334,7 +347,8 @@ class SCPPClustering(_SpectralClustering):
 
     Parameters
     ----------
-""" + _DIVISIVE_PARAMETERS_DOC,
+"""
+        + _DIVISIVE_PARAMETERS_DOC,
         2,
         "normalized",
         "package",
@@ -342,36 +356,9 @@ class SCPPClustering(_SpectralClustering):
 
     _method = "scpp"
 
-    def __init__(
-        self,
-        n_clusters: int | str = 8,
-        *,
-        split_index: str = "size",
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        n_components: int = 2,
-        laplacian: str = "normalized",
-        scheme: str = "package",
-        omega: float = 1.0,
-        similarity: str | None = None,
-        scale_multiplier: float = 1.0,
-        betas=None,
-        n_microclusters: int = 200,
-        microclusters_above: int | None = None,
-        microcluster_init: str = "farthest",
-        min_side: float | None = None,
-        maxiter: int = 100,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-    ):
-        self._store(locals())
+    __init__ = init_with(
+        {"n_clusters": 8}, {**_DIVISIVE_SPECTRAL, **SPECTRAL_DEFAULTS, **scale_out("refine", "max_node_bytes")}
+    )
 
 
 class SCPP(_OneSplit, _SpectralClustering):
@@ -392,31 +379,7 @@ class SCPP(_OneSplit, _SpectralClustering):
 
     _method = "scpp"
 
-    def __init__(
-        self,
-        *,
-        n_components: int = 2,
-        laplacian: str = "normalized",
-        scheme: str = "package",
-        omega: float = 1.0,
-        similarity: str | None = None,
-        scale_multiplier: float = 1.0,
-        betas=None,
-        n_microclusters: int = 200,
-        microclusters_above: int | None = None,
-        microcluster_init: str = "farthest",
-        min_side: float | None = None,
-        maxiter: int = 100,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-    ):
-        self._store(locals())
+    __init__ = init_with({}, {**SPECTRAL_DEFAULTS, **scale_out("refine", "max_node_bytes")})
 
 
 class LMSCClustering(_SpectralClustering):
@@ -430,7 +393,8 @@ class LMSCClustering(_SpectralClustering):
 
     Parameters
     ----------
-""" + _DIVISIVE_PARAMETERS_DOC,
+"""
+        + _DIVISIVE_PARAMETERS_DOC,
         1,
         None,
         "paper",
@@ -440,35 +404,9 @@ class LMSCClustering(_SpectralClustering):
     _large_margin = True
     laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
 
-    def __init__(
-        self,
-        n_clusters: int | str = 8,
-        *,
-        split_index: str = "size",
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        n_components: int = 1,
-        scheme: str = "paper",
-        omega: float = 1.0,
-        similarity: str | None = None,
-        scale_multiplier: float = 1.0,
-        betas=None,
-        n_microclusters: int = 200,
-        microclusters_above: int | None = None,
-        microcluster_init: str = "farthest",
-        min_side: float | None = None,
-        maxiter: int = 100,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-    ):
-        self._store(locals())
+    __init__ = init_with(
+        {"n_clusters": 8}, {**_DIVISIVE_SPECTRAL, **LMSC_DEFAULTS, **scale_out("refine", "max_node_bytes")}
+    )
 
 
 class LMSC(_OneSplit, _SpectralClustering):
@@ -490,27 +428,4 @@ class LMSC(_OneSplit, _SpectralClustering):
     _large_margin = True
     laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
 
-    def __init__(
-        self,
-        *,
-        n_components: int = 1,
-        scheme: str = "paper",
-        omega: float = 1.0,
-        similarity: str | None = None,
-        scale_multiplier: float = 1.0,
-        betas=None,
-        n_microclusters: int = 200,
-        microclusters_above: int | None = None,
-        microcluster_init: str = "farthest",
-        min_side: float | None = None,
-        maxiter: int = 100,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state: int | None = None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-    ):
-        self._store(locals())
+    __init__ = init_with({}, {**LMSC_DEFAULTS, **scale_out("refine", "max_node_bytes")})

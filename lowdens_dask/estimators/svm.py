@@ -15,10 +15,10 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
-from ..backend import InMemoryData, as_dask_array
+from ..backend import InMemoryData
+from ..pursuit.significance import SplitTest, half_indices, is_significant, mean_difference_test
 from ..pursuit.svm_relabel import (
     GAMMA_RULES,
     PERTURBATIONS,
@@ -27,12 +27,12 @@ from ..pursuit.svm_relabel import (
     support_vector_clusters,
     svm_relabel_split,
 )
-from ..pursuit.significance import SplitTest, half_indices, is_significant, mean_difference_test
 from ..tree import ClusterTree
-from ..tree.grower import GrowthRules, grow
-from ..tree.splitter import Candidate, Cut, SplitterBase
+from ..tree.grower import Growth, GrowthRules, grow
 from ..tree.rules import KernelExpansionRule
-from ._scale_out import check_scale_out_params, fit_in_summary_mode, is_chunked_input, route_rows
+from ..tree.splitter import Candidate, Cut, SplitterBase
+from ._fit import TreeClustering
+from ._params import init_with, scale_out
 from ._validation import (
     check_fit_input,
     check_n_clusters_auto,
@@ -41,11 +41,6 @@ from ._validation import (
     standardisation,
 )
 from .divisive import growth_target
-
-#: With ``mode="auto"``, in-memory input with more rows than this (and no sample_weight) is fitted in summary
-#: mode: one pass builds weighted microclusters, so no node's k-means reduction to ``max_points`` runs over
-#: millions of rows.
-SVM_SUMMARY_ROWS = 20_000
 
 
 def _check_real(value, name: str, low: float, high: float = np.inf, *, low_open=True, high_open=False) -> None:
@@ -126,7 +121,7 @@ class _RelabelSplitter(SplitterBase):
         return Cut(candidate.rule, parts, sizes, candidate.params, candidate.stats)
 
 
-class SVMRelabelClustering(ClusterMixin, BaseEstimator):
+class SVMRelabelClustering(TreeClustering):
     """Divisive clustering by SVM-relabel bi-partitions stabilised by simulated annealing (Winters-Hilt & Merat,
     spec §4; the "SVM-external" clustering of the paper).
 
@@ -190,7 +185,7 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         and Dask arrays and zarr stores in summary mode: one pass builds weighted microclusters, the tree grows
         on them (each node's SVM on at most ``max_points`` of them) and a final pass routes every row. There
         is no exact mode on chunked input (an SVM needs its points in memory). Small input, at most 256 rows
-        (``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._scale_out`), is read into memory in one pass and
+        (``SMALL_INPUT_ROWS`` in :mod:`lowdens_dask.estimators._summary_pass`), is read into memory in one pass and
         fitted on its rows, as the numpy array would be (its summary would have too few microclusters to place
         a split); ``labels_`` is still a Dask array for Dask or zarr input.
     rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
@@ -217,65 +212,34 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
     """
 
     _method = "svm-relabel"
+    _auto_summary_rows = 20_000  # mode="auto": summary mode above this many rows in memory (SVC's cost)
+    _exact_on_chunks = False  # chunked input is fitted in summary mode
 
-    def __init__(
-        self,
-        n_clusters: int | str = 2,
-        *,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        C: float = 1.5,
-        gamma: str | float = "auto",
-        annealing: bool = True,
-        perturbation: str = "variable",
-        n_restarts: int = 1,
-        n_anneal_steps: int = 40,
-        t0: float = 10.0,
-        beta: float = 0.96,
-        schedule: str = "geometric",
-        relabel_fraction: float = 0.15,
-        max_iter: int = 100,
-        patience: int = 10,
-        min_cluster_fraction: float = 0.05,
-        max_points: int = 500,
-        n_null: int = 5000,
-        null_alpha: float = 1e-3,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        nonfinite: str = "raise",
-        random_state=None,
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-    ):
-        self.n_clusters = n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.C = C
-        self.gamma = gamma
-        self.annealing = annealing
-        self.perturbation = perturbation
-        self.n_restarts = n_restarts
-        self.n_anneal_steps = n_anneal_steps
-        self.t0 = t0
-        self.beta = beta
-        self.schedule = schedule
-        self.relabel_fraction = relabel_fraction
-        self.max_iter = max_iter
-        self.patience = patience
-        self.min_cluster_fraction = min_cluster_fraction
-        self.max_points = max_points
-        self.n_null = n_null
-        self.null_alpha = null_alpha
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.nonfinite = nonfinite
-        self.random_state = random_state
-        self.storage_options = storage_options
-        self.labels_store = labels_store
+    __init__ = init_with(
+        {"n_clusters": 2},
+        {
+            "max_clusters": None,
+            "significance_level": 0.01,
+            "C": 1.5,
+            "gamma": "auto",
+            "annealing": True,
+            "perturbation": "variable",
+            "n_restarts": 1,
+            "n_anneal_steps": 40,
+            "t0": 10.0,
+            "beta": 0.96,
+            "schedule": "geometric",
+            "relabel_fraction": 0.15,
+            "max_iter": 100,
+            "patience": 10,
+            "min_cluster_fraction": 0.05,
+            "max_points": 500,
+            "n_null": 5000,
+            "null_alpha": 1e-3,
+            "standardize": False,
+            **scale_out("refine", "max_node_bytes"),
+        },
+    )
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
@@ -335,21 +299,7 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         target, test = growth_target(self)
         return (np.inf if target is None else target), test
 
-    def fit(self, X, y=None, sample_weight=None):
-        """Grow the tree on X (array, Dask array or zarr store); ``labels_`` are the leaves' labels."""
-        self._check_params()
-        check_scale_out_params(self)
-        if is_chunked_input(X):
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
-        X, weights = check_fit_input(self, X, sample_weight)
-        large = self.mode == "auto" and sample_weight is None and X.shape[0] > SVM_SUMMARY_ROWS
-        if self.mode == "summary" or large:
-            return fit_in_summary_mode(self, X, sample_weight, self._fit_rows, self._route)
-        self._fit_rows(X, weights)
-        self.labels_ = self.tree_.predict(X)
-        return self
-
-    def _fit_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> None:
+    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
         """Grow the tree on points in memory (rows, or summaries weighted by their row counts with their
         per-dimension ``spread``)."""
         mean, scale, Z = None, None, X
@@ -361,31 +311,20 @@ class SVMRelabelClustering(ClusterMixin, BaseEstimator):
         params = self._split_params()
         tree = ClusterTree(X.shape[1], self._method, params, root_size=float(weights.sum()))
         target, test = self._target()
-        splitter = _RelabelSplitter(X, weights, Z, spread, mean, scale, params, test, check_random_state(self.random_state))
+        splitter = _RelabelSplitter(
+            X, weights, Z, spread, mean, scale, params, test, check_random_state(self.random_state)
+        )
         with single_threaded_blas():
-            growth = grow(tree, InMemoryData(X, weights), splitter, GrowthRules(target, lazy=True, test=test))
-        leaves, evaluations = growth.n_leaves, growth.n_evaluations
-        if test is None and leaves < self.n_clusters:
+            return grow(tree, InMemoryData(X, weights), splitter, GrowthRules(target, lazy=True, test=test))
+
+    def _fitted_attributes(self, growth: Growth) -> dict:
+        if self.n_clusters != "auto" and growth.n_leaves < self.n_clusters:
             warn(
-                f"Only {leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf has "
-                f"a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "
+                f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
+                f"has a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "
                 "weight on each side."
             )
-        self.tree_ = tree
-        self.n_clusters_ = leaves
-        self.n_evaluations_ = evaluations
-        self.n_iter_ = evaluations
-
-    def _route(self, arr, out=None):
-        return route_rows(self.tree_, arr, out)
-
-    def predict(self, X):
-        """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
-        check_is_fitted(self)
-        if is_chunked_input(X):
-            return self._route(as_dask_array(X, storage_options=self.storage_options))
-        X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
-        return self.tree_.predict(X)
+        return {"n_iter_": growth.n_evaluations}
 
 
 class SupportVectorClustering(ClusterMixin, BaseEstimator):
@@ -432,24 +371,18 @@ class SupportVectorClustering(ClusterMixin, BaseEstimator):
     n_features_in_ : int
     """
 
-    def __init__(
-        self,
-        *,
-        gamma: str | float = "median",
-        gamma_factor: float = 4.0,
-        bsv_fraction: float | None = None,
-        n_segment_points: int = 20,
-        n_neighbors: int | None = None,
-        outliers: str = "nearest",
-        standardize: bool = False,
-    ):
-        self.gamma = gamma
-        self.gamma_factor = gamma_factor
-        self.bsv_fraction = bsv_fraction
-        self.n_segment_points = n_segment_points
-        self.n_neighbors = n_neighbors
-        self.outliers = outliers
-        self.standardize = standardize
+    __init__ = init_with(
+        {},
+        {
+            "gamma": "median",
+            "gamma_factor": 4.0,
+            "bsv_fraction": None,
+            "n_segment_points": 20,
+            "n_neighbors": None,
+            "outliers": "nearest",
+            "standardize": False,
+        },
+    )
 
     def _check_params(self) -> None:
         name = type(self).__name__

@@ -6,11 +6,10 @@ and ``mcdc`` (Hofmeyr & Pavlidis, "Maximum clusterability divisive clustering", 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
-import numpy as np
 from scipy.stats import ncf
 
+from ._params import DIVISIVE_DEFAULTS, MC_INDEX_DEFAULTS, init_with, scale_out
 from ._validation import check_pursuit_params
 from .divisive import _DivisiveClustering, _size
 from .hyperplane import HyperplaneEstimator
@@ -58,38 +57,7 @@ class MCH(HyperplaneEstimator):
 
     _method = "mc"
 
-    def __init__(
-        self,
-        *,
-        v0: np.ndarray | Callable | None = None,
-        maxiter: int = 50,
-        ftol: float = 1e-8,
-        min_size: float = 1,
-        random_state: int | None = None,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        refine: int = 0,
-        nonfinite: str = "raise",
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.v0 = v0
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.min_size = min_size
-        self.random_state = random_state
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.refine = refine
-        self.nonfinite = nonfinite
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with({}, {**MC_INDEX_DEFAULTS, "min_size": 1, "standardize": False, **scale_out()})
 
     def _check_params(self) -> None:
         check_pursuit_params(self, divisive=False)
@@ -140,50 +108,10 @@ class MCClustering(_DivisiveClustering):
 
     _method = "mc"
 
-    def __init__(
-        self,
-        n_clusters: int | str | None = 8,
-        *,
-        split_index: str | Callable = "Fdist",
-        min_size: float = 1,
-        force_n_clusters: bool = True,
-        max_clusters: int | None = None,
-        significance_level: float = 0.01,
-        decay: float | None = None,
-        v0: Callable | None = None,
-        maxiter: int = 50,
-        ftol: float = 1e-8,
-        random_state: int | None = None,
-        standardize: bool = False,
-        mode: str = "auto",
-        rows_per_microcluster: float = 20,
-        max_microclusters: int | None = 1024,
-        refine: int = 0,
-        nonfinite: str = "raise",
-        storage_options: dict | None = None,
-        labels_store: str | None = None,
-        max_node_bytes: float | str = "auto",
-    ):
-        self.n_clusters = n_clusters
-        self.split_index = split_index
-        self.min_size = min_size
-        self.force_n_clusters = force_n_clusters
-        self.max_clusters = max_clusters
-        self.significance_level = significance_level
-        self.decay = decay
-        self.v0 = v0
-        self.maxiter = maxiter
-        self.ftol = ftol
-        self.random_state = random_state
-        self.standardize = standardize
-        self.mode = mode
-        self.rows_per_microcluster = rows_per_microcluster
-        self.max_microclusters = max_microclusters
-        self.refine = refine
-        self.nonfinite = nonfinite
-        self.storage_options = storage_options
-        self.labels_store = labels_store
-        self.max_node_bytes = max_node_bytes
+    __init__ = init_with(
+        {"n_clusters": 8},
+        {"split_index": "Fdist", **DIVISIVE_DEFAULTS, **MC_INDEX_DEFAULTS, "standardize": False, **scale_out()},
+    )
 
     @property
     def _split_indices(self) -> dict:
@@ -194,9 +122,9 @@ class MCClustering(_DivisiveClustering):
             return node.size
         return f_distribution_index(hp.fval, node.size, data.n_features)
 
-    def _fit_data(self, data, frame, parallel, refine) -> None:
+    def _grow(self, data, frame, parallel, refine):
         self._root_rows = data.total_weight
-        super()._fit_data(data, frame, parallel, refine)
+        return super()._grow(data, frame, parallel, refine)
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -1,5 +1,5 @@
 """The projection-index contract: what a clustering criterion declares to get the pursuit, the tree grower,
-summary mode, exact chunked mode and ``refine`` without code of its own (DESIGN.md, "Where a new method
+summary mode, exact chunked mode and ``refine`` without code of its own (docs/DESIGN.md, "Where a new method
 plugs in").
 
 A :class:`ProjectionIndex` subclass is registered by method name in :data:`INDICES`. For each tree node

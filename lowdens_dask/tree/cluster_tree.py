@@ -17,7 +17,7 @@ import numpy as np
 import zarr
 
 from ..backend import ChunkedData, as_dask_array
-from ..pursuit import Hyperplane, find_hyperplane
+from ..pursuit import Hyperplane
 from .routing import Router, as_routable
 from .rules import HyperplaneRule, SplitRule, rule_from_dict
 
@@ -277,11 +277,16 @@ class ClusterTree:
         return node
 
     def split(self, node: int | Node, X, *, method: str | None = None, **params) -> Node:
-        """Split a leaf: compute its hyperplane from the rows of X that reach it (PPCI's tree_split).
+        """Split a leaf: compute its hyperplane from the rows of X that reach it (PPCI's tree_split), by the
+        grower (:func:`~lowdens_dask.tree.grower.grow`), as a fit splits a leaf.
 
         ``method`` and ``params`` override the tree's defaults (e.g. ``bandwidth``, ``alphas``).
         Raises ValueError if no valid split exists for the node.
         """
+        from ..backend import InMemoryData
+        from .grower import GrowthRules, grow
+        from .hyperplanes import HyperplaneSplitter
+
         node = self._node(node)
         if not node.is_leaf:
             raise ValueError(f"Only leaves can be split; node {node.id} has children {node.children}.")
@@ -294,11 +299,12 @@ class ClusterTree:
             )
         method = method or node.method or self.method
         merged = {**self.params, **params} if method == self.method else dict(params)
-        hyperplane = find_hyperplane(method, X[rows], **merged)
-        if not hyperplane.valid:
+        min_size = merged.pop("min_size", 1)
+        splitter = HyperplaneSplitter(method, merged, min_size)
+        grow(self, InMemoryData(X[rows]), splitter, GrowthRules(self.n_leaves + 1), leaf=node.id)
+        if node.is_leaf:
             raise ValueError(f"Node {node.id} ({int(rows.sum())} rows) has no valid {method} split.")
-        above = HyperplaneRule(hyperplane.v, hyperplane.b).side(X[rows])
-        return self.add_split(node, method, hyperplane, (float((~above).sum()), float(above.sum())))
+        return node
 
     def prune(self, node: int | Node) -> Node:
         """Remove every descendant of an internal node, making it a leaf (PPCI's tree_prune).

@@ -93,15 +93,19 @@ def grow(
     *,
     history: History | None = None,
     progress: Callable[[int], None] | None = None,
+    leaf: int | None = None,
 ) -> Growth:
     """Grow ``tree`` on ``data`` (the rows that reach its root, in the splitter's form) by ``rules``.
 
     A fit passes a one-leaf tree (``ClusterTree(n_features, method, params, root_size)``) and no history. An update
     passes the grown tree, the merged summary as ``data`` (:class:`~lowdens_dask.backend.InMemoryData` in the
-    splitter's frame) and its ``history``; the tree's ``update`` is counted up and its report returned."""
+    splitter's frame) and its ``history``; the tree's ``update`` is counted up and its report returned. With
+    ``leaf``, only that leaf grows, from ``data``, the rows that reach it (:meth:`ClusterTree.split`)."""
     report_nodes: list[dict] = []
     splitter.begin(data)
-    if history is None:
+    if leaf is not None:
+        leaves = {leaf: data}
+    elif history is None:
         if tree.n_leaves != 1:
             raise ValueError("grow: a tree with splits grows from the history of its points (an update).")
         leaves = {tree.root.id: data}

@@ -1,0 +1,349 @@
+"""The one fit path of every tree estimator: :class:`TreeClustering`.
+
+``fit`` validates the parameters, decides the mode (:func:`~lowdens_dask.estimators._params.fit_mode`, one rule
+for every estimator), prepares the rows for it (in memory; the summarising pass of summary mode,
+:mod:`~lowdens_dask.estimators._summary_pass`; a ``ChunkedNode`` of the chunked rows in exact mode; small chunked
+input read into memory), grows the tree (the estimator's ``_grow_rows`` or ``_grow_chunked``: its splitter and rules
+handed to :func:`~lowdens_dask.tree.grower.grow`), labels the rows (in memory, or by the label pass,
+:mod:`~lowdens_dask.estimators._label_pass`) and sets the fitted attributes, here and nowhere else. ``partial_fit``
+(estimators with ``_updatable``) merges a batch's summary into ``summary_`` and grows the fitted tree on it by the
+same rules.
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from .._warnings import warn
+from ..backend import as_dask_array
+from ..backend.chunked import ChunkedNode, PassCounter
+from ..backend.cluster_summary import ClusterSummary
+from ..backend.workers import check_worker_memory, chunk_bytes
+from ..tree import ClusterTree, leaf_labels_from_json
+from ..tree.grower import Growth
+from ._label_pass import store_labels
+from ._params import AUTO_SUMMARY_ROWS, check_n_features, check_scale_out_params, fit_mode, is_chunked_input
+from ._summary_pass import (
+    as_chunked,
+    check_enough_rows,
+    check_nonfinite,
+    is_small_input,
+    merge_unreached_leaves,
+    read_small_input,
+    rows_summary,
+    summarise,
+    summary_of_rows,
+)
+from ._validation import check_fit_rows, labels_with_skipped, predict_rows
+
+#: Fitted attributes a new fit forgets (the others are all set again).
+_FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "_rows_fitted")
+
+
+def _can_update(est) -> bool:
+    return est._updatable
+
+
+class TreeClustering(ClusterMixin, BaseEstimator):
+    """Base of the tree estimators: :meth:`fit`, :meth:`partial_fit` and :meth:`predict` (module docstring).
+
+    An estimator defines ``_method``, ``_check_params()``, ``_grow_rows(X, weights, spread, rows) -> Growth``
+    (points in memory: rows, or summary-mode microclusters with their per-dimension ``spread``; ``rows``, the
+    chunked rows for ``refine``) and ``_grow_node(root) -> Growth`` (exact mode: a ``ChunkedNode``), and may define
+    ``_fitted_attributes(growth)`` (its own attributes of the grown tree) and ``_labeller()`` (how rows are routed:
+    ``(function, args, labels_nonfinite)``, by default the tree's leaves)."""
+
+    _method: str
+    #: ``fit_mode``'s rule: in-memory input above this many rows goes to summary mode (None: never)
+    _auto_summary_rows: int | None = AUTO_SUMMARY_ROWS
+    #: ``fit_mode``'s rule: the mode of chunked input under mode="auto"
+    _auto_chunked_mode = "summary"
+    #: ``fit_mode``'s rule: whether chunked input can be fitted exactly (else in summary mode)
+    _exact_on_chunks = True
+    #: whether :meth:`partial_fit` updates a fitted tree
+    _updatable = False
+    #: dtypes ``predict`` routes in-memory rows in (scikit-learn's ``check_array``: a list keeps X's dtype in it)
+    _predict_dtype: object = np.float64
+
+    # ------------------------------------------------------------------ the estimator's part
+    def _check_params(self) -> None:
+        raise NotImplementedError
+
+    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
+        raise NotImplementedError
+
+    def _grow_node(self, root: ChunkedNode) -> Growth:
+        raise NotImplementedError
+
+    def _grow_chunked(self, arr) -> tuple[Growth, int, PassCounter]:
+        """Exact mode on chunked rows: ``(growth, rows set aside for NaN/inf, the passes)``."""
+        root = ChunkedNode(arr)
+        check_nonfinite(self, root.n_nonfinite, arr.shape[0])
+        check_enough_rows(root.n_samples, arr.shape[0])
+        return self._grow_node(root), root.n_nonfinite, root.counter
+
+    def _fitted_attributes(self, growth: Growth) -> dict:
+        return {}
+
+    def _labeller(self) -> tuple:
+        return leaf_labels_from_json, (self.tree_.to_json(),), True
+
+    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
+        return self.tree_.predict(X)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None, sample_weight=None):
+        """Grow the tree on X (an array, a Dask array or a zarr store; ``mode`` says how); ``labels_`` are the
+        leaves' labels. A fit forgets earlier fits and updates."""
+        self._check_params()
+        check_scale_out_params(self)
+        for name in _FORGOTTEN:
+            self.__dict__.pop(name, None)
+        mode = fit_mode(self, X, sample_weight)
+        if mode == "memory":
+            return self._fit_in_memory(X, sample_weight)
+        if sample_weight is not None:
+            where = (
+                "in summary mode (the summary carries the weights)" if mode == "summary" else "for Dask or zarr input"
+            )
+            raise ValueError(f"sample_weight is not supported {where}.")
+        if mode == "exact":
+            for name in ("bandwidth", "v0", "split_index"):
+                if callable(getattr(self, name, None)):
+                    raise ValueError(
+                        f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
+                    )
+        chunked = is_chunked_input(X)
+        arr = as_chunked(self, X) if mode == "summary" else as_dask_array(X, storage_options=self.storage_options)
+        check_worker_memory(chunk_bytes(arr))
+        if is_small_input(arr):
+            self._fit_small_input(arr, chunked, summary=mode == "summary")
+        elif mode == "summary":
+            self._fit_summary(arr, chunked)
+        else:
+            growth, n_nonfinite, counter = self._grow_chunked(arr)
+            self._set_fitted(growth, n_features_in_=arr.shape[1], n_nonfinite_=n_nonfinite)
+            self._label_rows(arr, True, None, counter)
+        if mode == "exact" and self._updatable:
+            self._rows_fitted = (X, None)  # summarised when the first update comes
+        return self
+
+    def _fit_in_memory(self, X, sample_weight):
+        X, weights, finite = check_fit_rows(self, X, sample_weight)
+        self._set_fitted(self._grow_rows(X, weights), n_nonfinite_=0 if finite is None else int((~finite).sum()))
+        self.labels_ = labels_with_skipped(self._predict_rows(X), finite)
+        self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
+        if self._updatable:
+            self._rows_fitted = (X, None if sample_weight is None else weights)
+        return self
+
+    def _fit_small_input(self, arr, chunked: bool, summary: bool) -> None:
+        """Small chunked input (``is_small_input``), read into memory in one pass and fitted as rows."""
+        start = time.perf_counter()
+        rows, weights, n_nonfinite = read_small_input(self, arr)
+        read = time.perf_counter()
+        growth = self._grow_rows(rows, weights)
+        attributes = {"n_features_in_": arr.shape[1], "n_nonfinite_": n_nonfinite}
+        if summary:
+            attributes.update(n_microclusters_=rows.shape[0], summary_=rows_summary(rows, weights, arr.shape[0]))
+        self._set_fitted(growth, **attributes)
+        self._label_rows(arr, chunked, (start, read, time.perf_counter()) if summary else None)
+
+    def _fit_summary(self, arr, chunked: bool) -> None:
+        """Summary mode: summarise (one pass), grow on the microclusters, undo splits no row reaches, label."""
+        start = time.perf_counter()
+        summary = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
+        summarised = time.perf_counter()
+        rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
+        growth = self._grow_rows(summary.data.X, summary.data.weights, summary.data.spread, rows)
+        merge_unreached_leaves(growth.tree, summary.representatives)
+        self._set_fitted(
+            growth,
+            n_features_in_=arr.shape[1],
+            n_microclusters_=summary.data.n_samples,
+            n_nonfinite_=summary.n_nonfinite,
+            summary_=ClusterSummary.from_data(summary.data, summary.n_rows),
+        )
+        times = (start, summarised, time.perf_counter())
+        self._label_rows(arr, chunked, times, None if rows is None else rows.counter)
+
+    def _set_fitted(self, growth: Growth, **attributes) -> None:
+        """Set the fitted attributes of a grown (or updated) tree: the one place they are set."""
+        self.tree_ = growth.tree
+        self.n_clusters_ = growth.tree.n_leaves
+        self.n_evaluations_ = growth.n_evaluations
+        for name, value in {**self._fitted_attributes(growth), **attributes}.items():
+            setattr(self, name, value)
+
+    def _label_rows(self, arr, chunked: bool, times=None, counter: PassCounter | None = None) -> None:
+        """The last step of a fit or an update: every row of ``arr`` routed to ``labels_`` (lazy, or written to
+        ``labels_store``, for chunked input; computed for in-memory input), ``timings_`` from ``times`` (the starts of
+        the summarising pass, the tree and the label pass; summary mode) and the passes (``counter``'s, with the
+        summarising pass and the labels written added)."""
+        labels_store = getattr(self, "labels_store", None)
+        largest = max(1, *self.tree_.leaf_labels().values())  # the sides of one hyperplane are 0 and 1
+        path = labels_store if chunked else None
+        labels = store_labels(arr, self._labeller(), path, self.storage_options, largest)
+        self.labels_ = labels if chunked else labels.compute()
+        if times is not None:
+            start, summarised, grown = times
+            computed = not chunked or labels_store is not None
+            self.timings_ = {
+                "summary_pass": summarised - start,
+                "tree": grown - summarised,
+                "label_pass": time.perf_counter() - grown if computed else None,
+            }
+        counter = PassCounter() if counter is None else counter
+        counter.add(1 + (labels_store is not None and chunked))  # the rows read or summarised; the labels written
+        self.n_passes_ = counter.total
+        self.n_evaluation_passes_ = counter.evaluation
+
+    # ------------------------------------------------------------------ update
+    @available_if(_can_update)
+    def resume(self, tree: ClusterTree, summary: ClusterSummary):
+        """Start from a stored tree and the summary of the rows it has seen (a run's ``tree.json`` and summary, or
+        another estimator's ``tree_`` and :meth:`summary`): the next :meth:`partial_fit` updates them. The tree is
+        used as it is (not copied), as ``tree_`` is. Returns the estimator."""
+        if summary.n_features != tree.n_features:
+            raise ValueError(
+                f"The summary has {summary.n_features} features and the tree {tree.n_features}; they must match."
+            )
+        for name in _FORGOTTEN:
+            self.__dict__.pop(name, None)
+        self.tree_, self.summary_ = tree, summary
+        self.n_features_in_, self.n_clusters_ = tree.n_features, tree.n_leaves
+        self.n_microclusters_ = summary.n_microclusters
+        return self
+
+    @classmethod
+    def from_tree(cls, tree: ClusterTree, summary: ClusterSummary, **params):
+        """``cls(**params).resume(tree, summary)``: an estimator whose next :meth:`partial_fit` updates ``tree``."""
+        return cls(**params).resume(tree, summary)
+
+    @available_if(_can_update)
+    def summary(self) -> ClusterSummary:
+        """The summary an update merges into: ``summary_`` (summary mode, updates and :meth:`resume`), or, after a fit
+        in memory or in exact mode, the summary of the rows the fit saw, built once (one pass) and kept as
+        ``summary_``."""
+        check_is_fitted(self)
+        if not hasattr(self, "summary_") and hasattr(self, "_rows_fitted"):
+            self.summary_ = summary_of_rows(self, *self._rows_fitted)
+            del self._rows_fitted
+        if not hasattr(self, "summary_"):
+            raise AttributeError(
+                f"This {type(self).__name__} keeps no summary of the rows it was fitted on (it was unpickled before "
+                "its first update); fit it again, or set summary_ = build_summary(estimator, X_fitted)."
+            )
+        return self.summary_
+
+    @available_if(_can_update)
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Update the clustering with new rows X (an array, a Dask array or a zarr store), in summary mode.
+
+        The first call fits X in summary mode (whatever ``mode`` says). Each later call summarises only X's rows
+        (one pass), merges them into ``summary_`` (with ``decay``, the rows seen before keep ``1 - decay`` of
+        their weight) and grows ``tree_`` on the merged summary by the rules of :meth:`fit`
+        (:func:`lowdens_dask.tree.grower.grow`): each split is re-pursued from its rule, and kept as it is while it
+        still lies in low density and, for ``n_clusters="auto"``, is still significant on held-out microclusters;
+        with ``"auto"`` (or None) a split that is no longer significant (valid) is merged back; then leaves are
+        split by ``split_index``, ``force_n_clusters`` and ``max_clusters`` as in a fit, up to ``n_clusters`` (an
+        integer: the tree grows, or merges back its latest splits, to that many leaves). Cluster ids are stable:
+        an unchanged leaf keeps its id, a split leaf's id goes to the child with most of its old weight, a merged
+        leaf takes the id of its largest leaf, and ids are never reused, so ids need not be 0..K-1. ``labels_``
+        are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and ``tree_.update`` counts the
+        updates (each node records ``created`` and ``changed``).
+
+        After :meth:`fit` in memory or in exact mode, the first update summarises the rows the fit saw (one pass, as
+        summary mode would: :func:`~lowdens_dask.estimators.build_summary`) and updates the fitted tree. The fit
+        holds a reference to those rows until then (not pickled: an estimator unpickled before its first update
+        starts afresh, with a warning). ``sample_weight`` is not supported (the summary's microclusters carry the
+        row counts).
+        """
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported by partial_fit (the summary carries the weights).")
+        self._check_params()
+        check_scale_out_params(self)
+        if hasattr(self, "tree_"):
+            check_n_features(self, X)
+            if hasattr(self, "_rows_fitted"):
+                self.summary()
+        if hasattr(self, "summary_"):
+            return self._update(X)
+        if hasattr(self, "tree_"):
+            warn(
+                f"This {type(self).__name__} has no summary of the rows it was fitted on (it was unpickled, or its "
+                "summary_ deleted), which an update needs, so partial_fit starts a new fit from X (set summary_ = "
+                "build_summary(estimator, X_fitted) before partial_fit to update the fit instead)."
+            )
+        for name in _FORGOTTEN:
+            self.__dict__.pop(name, None)
+        arr = as_chunked(self, X)
+        check_worker_memory(chunk_bytes(arr))
+        if is_small_input(arr):
+            self._fit_small_input(arr, is_chunked_input(X), summary=True)
+        else:
+            self._fit_summary(arr, is_chunked_input(X))
+        self.tree_.stabilise_labels()
+        self.update_report_ = {
+            "update": 0,
+            "n_rows": self.summary_.n_rows,
+            "decay": self.decay,
+            "n_clusters_before": 0,
+            "n_clusters": self.n_clusters_,
+            "nodes": [],
+            "leaves": [],
+            "drift": None,
+        }
+        return self
+
+    def _update(self, X):
+        """Summarise X's rows (one pass), merge them into ``summary_`` (old weights times ``1 - decay``), grow the
+        tree on the merged summary (:meth:`_grow_update`), keep the summary within ``max_microclusters``, then label
+        X's rows."""
+        arr = as_chunked(self, X)
+        check_worker_memory(chunk_bytes(arr))
+        start = time.perf_counter()
+        if is_small_input(arr):
+            rows, weights, n_nonfinite = read_small_input(self, arr)
+            new = rows_summary(rows, weights, arr.shape[0])
+        else:
+            seed = np.random.default_rng(
+                [check_random_state(self.random_state).randint(2**31 - 1), self.tree_.update + 1]
+            )
+            summary = summarise(self, arr, int(seed.integers(2**31 - 1)))
+            new, n_nonfinite = ClusterSummary.from_data(summary.data, summary.n_rows), summary.n_nonfinite
+        summarised = time.perf_counter()
+        merged = self.summary_.merged(new, self.decay)
+        old_weights = merged.weights.copy()
+        old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
+        growth = self._grow_update(merged, old_weights)
+        bounded = merged.bounded(self.max_microclusters, growth.tree.update)
+        self._set_fitted(
+            growth,
+            summary_=bounded,
+            n_microclusters_=bounded.n_microclusters,
+            n_nonfinite_=n_nonfinite,
+            update_report_={"n_rows": new.n_rows, "decay": self.decay, **growth.report},
+        )
+        self._label_rows(arr, is_chunked_input(X), (start, summarised, time.perf_counter()))
+        return self
+
+    def _grow_update(self, summary: ClusterSummary, old_weights: np.ndarray) -> Growth:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ predict
+    def predict(self, X):
+        """Route each row down the tree to its leaf's label (lazily, for Dask or zarr input)."""
+        check_is_fitted(self)
+        if is_chunked_input(X):
+            arr = as_dask_array(X, storage_options=self.storage_options)
+            return store_labels(arr, self._labeller(), None, self.storage_options, 0)
+        return predict_rows(self, X, self._predict_rows, dtype=self._predict_dtype)

@@ -1,0 +1,264 @@
+"""The scale-out parameters, declared once: their constraints (:data:`SCALE_OUT_CONSTRAINTS`, in the style of
+scikit-learn's ``_parameter_constraints``), their docstring (:data:`SCALE_OUT_DOC`), and the one rule of
+``mode="auto"`` (:func:`fit_mode`)."""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Callable
+
+import dask.array as da
+import zarr
+
+from .._warnings import warn
+from ..backend import as_dask_array
+from ..backend.chunked import default_max_node_bytes
+
+#: With mode="auto", in-memory arrays with more rows than this are fitted in summary mode (the default of
+#: :attr:`~lowdens_dask.estimators._fit.TreeClustering._auto_summary_rows`).
+AUTO_SUMMARY_ROWS = 2_000_000
+
+
+def is_chunked_input(X) -> bool:
+    """Dask arrays, zarr arrays and zarr paths/URLs (fitted in summary mode, or exactly with mode="exact")."""
+    return isinstance(X, (da.Array, str, os.PathLike, zarr.Array))
+
+
+def fit_mode(est, X, sample_weight=None) -> str:
+    """How ``est`` fits ``X``: ``"memory"`` (rows in memory), ``"summary"`` or ``"exact"`` (chunked rows).
+
+    The one rule of ``mode="auto"``, for every estimator: chunked input (Dask arrays, zarr stores) in
+    ``_auto_chunked_mode`` ("summary"; MSC: "exact", by landmarks); in-memory input in summary mode above
+    ``_auto_summary_rows`` rows without ``sample_weight`` (2 million; SVM-relabel: 20,000; MSC: never), else in
+    memory. ``mode="exact"`` fits chunked input by passes over its chunks where the estimator can
+    (``_exact_on_chunks``; SVM-relabel cannot: summary mode), and in-memory input in memory. Each estimator's
+    exceptions are written in its docstring."""
+    chunked = is_chunked_input(X)
+    mode = est.mode
+    if mode == "auto":
+        if chunked:
+            mode = est._auto_chunked_mode
+        else:
+            shape = getattr(X, "shape", None)
+            limit = est._auto_summary_rows
+            large = limit is not None and shape is not None and len(shape) == 2 and shape[0] > limit
+            mode = "summary" if large and sample_weight is None else "exact"
+    if mode == "exact" and chunked and not est._exact_on_chunks:
+        mode = "summary"
+    return "memory" if mode == "exact" and not chunked else mode
+
+
+def _integer(value, low: int) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+
+
+#: Each scale-out parameter: (a test of a legal value, what a legal value is). Every estimator that has the
+#: parameter checks it by this table (:func:`check_scale_out_params`).
+SCALE_OUT_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "mode": (lambda v: v in ("auto", "exact", "summary"), "'auto', 'exact' or 'summary'"),
+    "nonfinite": (lambda v: v in ("raise", "skip"), "'raise' or 'skip'"),
+    "rows_per_microcluster": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1,
+        "a number >= 1",
+    ),
+    "max_microclusters": (lambda v: v is None or _integer(v, 2), "an integer >= 2 or None"),
+    "refine": (lambda v: _integer(v, 0), "a non-negative integer (exact L-BFGS steps per hyperplane)"),
+    "max_node_bytes": (
+        lambda v: (isinstance(v, str) and v == "auto") or (isinstance(v, numbers.Real) and v >= 0),
+        "'auto' or a non-negative number of bytes",
+    ),
+}
+
+
+def check_scale_out_params(est) -> None:
+    """Check the scale-out parameters ``est`` has against :data:`SCALE_OUT_CONSTRAINTS`."""
+    params = est.get_params(deep=False)
+    for name, (legal, what) in SCALE_OUT_CONSTRAINTS.items():
+        if name in params and not legal(params[name]):
+            raise ValueError(f"{type(est).__name__}: {name} must be {what}; got {params[name]!r}.")
+
+
+def max_node_bytes(est) -> float:
+    """The estimator's ``max_node_bytes``, with "auto" resolved by
+    :func:`~lowdens_dask.backend.chunked.default_max_node_bytes` (0 for an estimator without it)."""
+    value = est.get_params(deep=False).get("max_node_bytes", 0.0)
+    return default_max_node_bytes() if isinstance(value, str) and value == "auto" else float(value)
+
+
+def check_n_features(est, X) -> None:
+    """X (in memory, Dask or zarr) has the features ``est`` was fitted on (scikit-learn's message)."""
+    shape = getattr(X, "shape", None) if not isinstance(X, (str, os.PathLike)) else None
+    n = as_dask_array(X, storage_options=est.storage_options).shape[1] if shape is None else shape[-1]
+    if n != est.n_features_in_:
+        raise ValueError(
+            f"X has {n} features, but {type(est).__name__} is expecting {est.n_features_in_} features as input."
+        )
+
+
+#: The scale-out parameters' documentation, shared by every estimator's docstring (where the docstring says
+#: ``{scale_out}``; :func:`with_scale_out_doc`).
+SCALE_OUT_DOC = """    mode : {"auto", "exact", "summary"}, default="auto"
+        How the rows are fitted (:func:`~lowdens_dask.estimators._params.fit_mode` has the rule). "auto" fits
+        in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays and zarr stores in summary
+        mode; "exact" fits every input exactly (Dask and zarr input by chunk-map and tree-reduce passes over the
+        rows, with the in-memory result); "summary" forces summary mode
+        (:mod:`lowdens_dask.estimators._summary_pass`). Small input, at most 256 rows (``SMALL_INPUT_ROWS``), is
+        read into memory in one pass and fitted on its rows in every mode, with the tree and labels of the numpy
+        array's fit (its summary would have too few microclusters to place a split); ``labels_`` is still a Dask
+        array for Dask or zarr input. At least 2 finite rows are needed.
+    rows_per_microcluster : float, default=20
+        Summary mode: each chunk gets at most one microcluster per this many rows (and at most 64).
+    max_microclusters : int or None, default=1024
+        Summary mode: the summary's budget. Microclusters are merged on the workers, in the tree reduction
+        that combines the chunks' summaries, down to at most this many (weighted k-means of their means, which
+        keeps counts, means and spreads exact), so the tree's cost does not grow with the number of chunks.
+        None keeps every chunk's microclusters.
+    refine : int, default=0
+        Hyperplane indices, summary mode: before each split is made, polish it with this many exact L-BFGS steps
+        (each a few passes over the node's rows) from every start's summary hyperplane, and keep the start with
+        the largest exact relative depth; node sizes then count rows. 0 keeps the summary hyperplanes.
+    nonfinite : {"raise", "skip"}, default="raise"
+        Rows with NaN/inf make the fit fail with their count, or are set aside and labelled -1
+        (``n_nonfinite_`` counts them), for in-memory and chunked input alike.
+    random_state : int or None, default=None
+        Seeds the microcluster k-means (and the method's own random choices).
+    storage_options : dict, optional
+        fsspec options for zarr paths/URLs (input and ``labels_store``).
+    labels_store : str, optional
+        Dask or zarr input: a zarr path/URL where the labels are written, chunk-aligned with the input.
+    max_node_bytes : float or "auto", default="auto"
+        Hyperplane indices, exact mode on Dask or zarr input: a node whose rows take at most this many bytes (as
+        float64) is gathered to one worker and split there by the in-memory path (its restarts, and the two
+        children of each split, as parallel tasks); larger nodes are split by passes over their chunks, two per
+        objective evaluation. "auto": a quarter of the smallest worker's memory limit (of the machine's memory
+        without a distributed client). 0 uses the passes everywhere.
+"""
+
+
+def with_scale_out_doc(cls):
+    """Class decorator: put :data:`SCALE_OUT_DOC`, restricted to the class's own parameters, where its docstring
+    has the line ``    {scale_out}``."""
+    if cls.__doc__ and "    {scale_out}\n" in cls.__doc__:
+        names = set(cls._get_param_names())
+        entries, current = [], None
+        for line in SCALE_OUT_DOC.splitlines(keepends=True):
+            if line.startswith("    ") and not line.startswith("     "):
+                current = line.split(" :")[0].strip()
+            if current in names:
+                entries.append(line)
+        cls.__doc__ = cls.__doc__.replace("    {scale_out}\n", "".join(entries))
+    return cls
+
+
+# ---------------------------------------------------------------------------------------------------- declaring
+#: Type hints of the estimators' parameters, by name: one table for every generated ``__init__``.
+ANNOTATIONS = {
+    "n_clusters": "int | str | None",
+    "n_components": "int",
+    "split_index": "str | Callable",
+    "min_size": "float",
+    "force_n_clusters": "bool",
+    "max_clusters": "int | None",
+    "significance_level": "float",
+    "decay": "float | None",
+    "bandwidth": "float | str | Callable | None",
+    "scale": "float | None",
+    "alphas": "Sequence[float] | None",
+    "v0": "np.ndarray | Callable | None",
+    "eta": "float",
+    "eps": "float",
+    "maxiter": "int",
+    "ftol": "float",
+    "percentile": "float",
+    "standardize": "bool",
+    "mode": "str",
+    "rows_per_microcluster": "float",
+    "max_microclusters": "int | None",
+    "refine": "int",
+    "nonfinite": "str",
+    "random_state": "int | None",
+    "storage_options": "dict | None",
+    "labels_store": "str | None",
+    "max_node_bytes": "float | str",
+}
+
+#: The scale-out parameters and their defaults (documented in :data:`SCALE_OUT_DOC`).
+SCALE_OUT_DEFAULTS = {
+    "mode": "auto",
+    "rows_per_microcluster": 20,
+    "max_microclusters": 1024,
+    "refine": 0,
+    "nonfinite": "raise",
+    "random_state": None,
+    "storage_options": None,
+    "labels_store": None,
+    "max_node_bytes": "auto",
+}
+
+#: The growth parameters of the divisive estimators (``split_index``'s default is each estimator's own).
+DIVISIVE_DEFAULTS = {
+    "min_size": 1,
+    "force_n_clusters": True,
+    "max_clusters": None,
+    "significance_level": 0.01,
+    "decay": None,
+}
+
+
+def scale_out(*without: str) -> dict:
+    """:data:`SCALE_OUT_DEFAULTS` without the named parameters (those the estimator does not have)."""
+    return {name: value for name, value in SCALE_OUT_DEFAULTS.items() if name not in without}
+
+
+def init_with(positional: dict, keyword: dict):
+    """An ``__init__`` taking ``positional`` (positional or keyword) and then ``keyword`` (keyword only) parameters
+    with these defaults, storing each as an attribute of the same name, unchanged (scikit-learn's convention);
+    generated as dataclasses generate theirs, so that its signature is what ``get_params`` and ``help`` read."""
+    names = [*positional, *keyword]
+    defaults = {**positional, **keyword}
+
+    def argument(name: str) -> str:
+        return f"{name}=_defaults[{name!r}]"
+
+    arguments = [argument(name) for name in positional] + (["*"] if keyword else []) + [argument(n) for n in keyword]
+    body = "".join(f"\n    self.{name} = {name}" for name in names) or "\n    pass"
+    source = f"def __init__(self, {', '.join(arguments)}):{body}\n"
+    namespace: dict = {}
+    exec(source, {"_defaults": defaults}, namespace)  # noqa: S102 (generated from the names above only)
+    init = namespace["__init__"]
+    init.__annotations__ = {name: ANNOTATIONS[name] for name in names if name in ANNOTATIONS}
+    return init
+
+
+#: The pursuit parameters of each projection index, shared by its one-split and divisive estimators.
+MDH_INDEX_DEFAULTS = {
+    "bandwidth": None,
+    "alphas": None,
+    "v0": None,
+    "eta": 1e-2,
+    "eps": 1.0 - 1e-6,
+    "maxiter": 50,
+    "ftol": 1e-5,
+}
+NCUT_INDEX_DEFAULTS = {"scale": None, "v0": None, "maxiter": 50, "ftol": 1e-8}
+MC_INDEX_DEFAULTS = {"v0": None, "maxiter": 50, "ftol": 1e-8}
+
+#: The default of a renamed parameter's old name: not given.
+DEPRECATED = "deprecated"
+
+
+def renamed(est, old: str, new: str):
+    """The value of the parameter ``new``, or of its old name ``old`` where that was given: the old name works for
+    one release, with a ``FutureWarning``."""
+    value = getattr(est, old, DEPRECATED)
+    if isinstance(value, str) and value == DEPRECATED:
+        return getattr(est, new)
+    warn(
+        f"{type(est).__name__}: the parameter {old} was renamed {new}; {old} will be removed in the next release "
+        f"(use {new}={value!r}).",
+        FutureWarning,
+    )
+    return value
