@@ -64,7 +64,7 @@ def make_estimator(method: str, n_clusters: int | str | None, params: dict | Non
 
 def updatable(method: str) -> bool:
     """Whether runs of ``method`` can be updated: its estimator has ``partial_fit``."""
-    return method in METHODS and hasattr(METHODS[method].clustering, "partial_fit")
+    return method in METHODS and hasattr(METHODS[method].clustering(), "partial_fit")
 
 
 def _updatable_methods() -> str:

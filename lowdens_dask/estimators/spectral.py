@@ -320,6 +320,8 @@ _ONE_SPLIT_ATTRIBUTES = """    projection_ : ndarray of shape (n_features, l)
 class _OneSplit:
     """One bi-partition: the tree of two leaves; ``projection_`` (d×l) and ``eigenvalue_`` of its split."""
 
+    decay = None  # not a parameter: an update of one split keeps the whole weight of the rows seen before
+
     def _n_clusters(self) -> int:
         return 2
 
