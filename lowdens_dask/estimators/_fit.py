@@ -90,6 +90,14 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         check_enough_rows(root.n_samples, arr.shape[0])
         return self._grow_node(root), root.n_nonfinite, root.counter
 
+    def _check_chunked(self) -> None:
+        """What exact mode on chunked input cannot do, refused before any pass."""
+        for name in ("bandwidth", "v0", "split_index"):
+            if callable(self.get_params(deep=False).get(name)):
+                raise ValueError(
+                    f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
+                )
+
     def _fitted_attributes(self, growth: Growth) -> dict:
         return {}
 
@@ -116,11 +124,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             )
             raise ValueError(f"sample_weight is not supported {where}.")
         if mode == "exact":
-            for name in ("bandwidth", "v0", "split_index"):
-                if callable(getattr(self, name, None)):
-                    raise ValueError(
-                        f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
-                    )
+            self._check_chunked()
         chunked = is_chunked_input(X)
         arr = as_chunked(self, X) if mode == "summary" else as_dask_array(X, storage_options=self.storage_options)
         check_worker_memory(chunk_bytes(arr))
@@ -131,7 +135,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         else:
             growth, n_nonfinite, counter = self._grow_chunked(arr)
             self._set_fitted(growth, n_features_in_=arr.shape[1], n_nonfinite_=n_nonfinite)
-            self._label_rows(arr, True, None, counter)
+            self._label_rows(arr, True, None, counter, read=0)  # the counter has every pass of the growth
         if mode == "exact" and self._updatable:
             self._rows_fitted = (X, None)  # summarised when the first update comes
         return self
@@ -183,11 +187,11 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         for name, value in {**self._fitted_attributes(growth), **attributes}.items():
             setattr(self, name, value)
 
-    def _label_rows(self, arr, chunked: bool, times=None, counter: PassCounter | None = None) -> None:
+    def _label_rows(self, arr, chunked: bool, times=None, counter: PassCounter | None = None, read: int = 1) -> None:
         """The last step of a fit or an update: every row of ``arr`` routed to ``labels_`` (lazy, or written to
         ``labels_store``, for chunked input; computed for in-memory input), ``timings_`` from ``times`` (the starts of
-        the summarising pass, the tree and the label pass; summary mode) and the passes (``counter``'s, with the
-        summarising pass and the labels written added)."""
+        the summarising pass, the tree and the label pass; summary mode) and the passes (``counter``'s, with ``read``
+        passes that read or summarised the rows, and the labels written, added)."""
         labels_store = getattr(self, "labels_store", None)
         largest = max(1, *self.tree_.leaf_labels().values())  # the sides of one hyperplane are 0 and 1
         path = labels_store if chunked else None
@@ -202,7 +206,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
                 "label_pass": time.perf_counter() - grown if computed else None,
             }
         counter = PassCounter() if counter is None else counter
-        counter.add(1 + (labels_store is not None and chunked))  # the rows read or summarised; the labels written
+        counter.add(read + (labels_store is not None and chunked))
         self.n_passes_ = counter.total
         self.n_evaluation_passes_ = counter.evaluation
 

@@ -474,9 +474,7 @@ class _MSCBase(TreeClustering):
         with single_threaded_blas():
             return grow(tree, InMemoryData(U, c), splitter, GrowthRules(target, lazy=True, test=test))
 
-    def _grow_chunked(self, arr) -> tuple[Growth, int, PassCounter]:
-        """Exact mode on chunked rows: recursive MSC with landmarks, a pass that counts every leaf's rows and samples
-        its landmarks after each split, and one for the moments of the leaf to split (:class:`_ChunkedGrowth`)."""
+    def _check_chunked(self) -> None:
         name = type(self).__name__
         if self._n_clusters() == "auto":
             raise ValueError(
@@ -488,6 +486,10 @@ class _MSCBase(TreeClustering):
                 f"{name}: solver='exact' needs the rows in memory; Dask and zarr input are fitted with landmarks "
                 "(solver='auto' or 'landmarks'), or on microclusters in memory with mode='summary'."
             )
+
+    def _grow_chunked(self, arr) -> tuple[Growth, int, PassCounter]:
+        """Exact mode on chunked rows: recursive MSC with landmarks, a pass that counts every leaf's rows and samples
+        its landmarks after each split, and one for the moments of the leaf to split (:class:`_ChunkedGrowth`)."""
         growth = _ChunkedGrowth(self, arr)
         info, nonfinite = growth.leaves_pass(None)
         total = arr.shape[0]
