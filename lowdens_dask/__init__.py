@@ -42,6 +42,7 @@ _PUBLIC = {
             "SCPPClustering",
             "SVMRelabelClustering",
             "SupportVectorClustering",
+            "auto_mode_rule",
             "build_summary",
             "check_params",
         )

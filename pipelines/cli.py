@@ -626,12 +626,13 @@ def _runs(args) -> int:
 
 
 def _method_params(args) -> int:
-    from lowdens_dask import METHODS
+    from lowdens_dask import METHODS, auto_mode_rule
 
     estimator = METHODS[args.method].clustering()
     print(f"{type(estimator).__name__} (--method {args.method}); set with --param NAME=VALUE:")
     for name, value in sorted(estimator.get_params().items()):
         print(f"  {name}={_as_param(value)}")
+    print(f"mode=auto fits {auto_mode_rule(estimator)}.")
     return 0
 
 

@@ -58,7 +58,7 @@ def test_summary_is_bounded_and_exact_in_its_moments(budget):
     X = X[rng.permutation(len(X))]
     with dask.config.set(scheduler="synchronous"):
         summary = ChunkedData(da.from_array(X, chunks=(1500, 5))).summarise(20, 64, seed=0, budget=budget)
-    data = summary.data
+    data = summary.summary.data()
     k = data.n_samples
     assert k <= (budget or np.inf) and (budget is not None or k > 600)
     assert summary.representatives.shape == (k, 5)
@@ -162,8 +162,8 @@ def test_pass_tasks_read_their_chunks_themselves(tmp_path):
         in_memory = ChunkedData(da.from_array(X, chunks=(2_000, 3))).summarise(20, 64, seed=0, budget=300)
     assert not [k for k in keys if isinstance(k, tuple) and str(k[0]).startswith("from-zarr-")]
     assert sum(chunks_read(k) for k in keys) == 10  # every chunk read once, inside the summarising tasks
-    np.testing.assert_allclose(stored.data.X, in_memory.data.X)
-    np.testing.assert_allclose(stored.data.weights, in_memory.data.weights)
+    np.testing.assert_allclose(stored.summary.means, in_memory.summary.means)
+    np.testing.assert_allclose(stored.summary.weights, in_memory.summary.weights)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -159,7 +159,7 @@ def test_chunked_node_statistics_match_numpy():
     ref_vals, ref_vecs = InMemoryData(X).leading_eigenvectors(2)
     np.testing.assert_allclose(vals, ref_vals, rtol=1e-10)
     np.testing.assert_allclose(vecs, ref_vecs, atol=1e-10)
-    left, right = node.split(np.array([1.0, 0.0, 0.0]), 2.5)
+    left, right = node.partition(np.array([1.0, 0.0, 0.0]), 2.5)
     assert (left.n_samples, right.n_samples) == ((X[:, 0] < 2.5).sum(), (X[:, 0] >= 2.5).sum())
     assert math.isclose(left.total_scatter(), ((X[X[:, 0] < 2.5] - X[X[:, 0] < 2.5].mean(0)) ** 2).sum(), rel_tol=1e-10)
 

@@ -58,7 +58,7 @@ def test_fitted_trees_route_ties_to_child_1(estimator):
         assert labels[0] == labels[1] != labels[2]
         chunked = model.predict(da.from_array(rows, chunks=(1, 1))).compute()
         np.testing.assert_array_equal(chunked, labels)
-        side_0, side_1 = ChunkedNode(da.from_array(rows, chunks=(2, 1))).split(node.v, node.b)
+        side_0, side_1 = ChunkedNode(da.from_array(rows, chunks=(2, 1))).partition(node.v, node.b)
         assert (side_0.n_samples, side_1.n_samples) == (1, 2)
 
 

@@ -287,7 +287,7 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     summary = summarise(model, as_chunked(model, X), np.random.RandomState(0).randint(2**31 - 1))
     from lowdens_dask.backend.frame import Frame
 
-    serial = model._grow(summary.data, Frame(), 0, None).tree
+    serial = model._grow(summary.summary.data(), Frame(), 0, None).tree
     assert [(n.id, n.children, n.size) for n in parallel] == [(n.id, n.children, n.size) for n in serial]
     for a, b in zip(parallel, serial):
         if not a.is_leaf:

@@ -260,3 +260,18 @@ def test_fval_split_index_separates_small_clusters_first():
     assert 80 in [node.size for node in by_size.tree_.leaves()]  # the small pair left together
     with pytest.raises(ValueError, match="split_index must be"):
         SCPPClustering(2, split_index="rdepth").fit(X)
+
+
+def test_the_old_names_of_the_centre_parameters_work_for_one_release():
+    """n_microclusters, microclusters_above and microcluster_init were renamed n_centres, centres_above and
+    centre_init (the per-node centres are not the summary's microclusters): the old names give the same fit, with a
+    FutureWarning that names the new one."""
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(150, 2)), rng.normal(size=(150, 2)) + [8.0, 0.0], rng.normal(size=(150, 2)) + [0, 8]])
+    new = SCPPClustering(n_clusters=3, n_centres=40, centres_above=100, centre_init="k-means++", random_state=0).fit(X)
+    with pytest.warns(FutureWarning, match="n_microclusters was renamed n_centres"):
+        old = SCPPClustering(
+            n_clusters=3, n_microclusters=40, microclusters_above=100, microcluster_init="k-means++", random_state=0
+        ).fit(X)
+    np.testing.assert_array_equal(old.labels_, new.labels_)
+    assert "n_centres" in SCPPClustering().get_params() and "n_microclusters" in SCPPClustering().get_params()

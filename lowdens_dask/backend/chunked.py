@@ -22,6 +22,7 @@ import numpy as np
 from scipy.linalg import eigh
 
 from ..kernels.summaries import merge_microclusters, microclusters
+from .cluster_summary import ClusterSummary
 from .memory import InMemoryData
 from .workers import compute
 from .zarr_input import ChunkReadError, as_dask_array  # noqa: F401 (their home before zarr_input.py)
@@ -112,11 +113,10 @@ def map_reduce(name: str, fn: Callable, chunk_args: Sequence[tuple], combine: Ca
     return compute(tree_reduce(partial, combine, name))[0]
 
 
-class Summary(NamedTuple):
+class SummaryPass(NamedTuple):
     """What one summarising pass over the data returns."""
 
-    data: InMemoryData  #: microcluster means weighted by row counts, with per-dimension spread
-    n_rows: int  #: rows read
+    summary: ClusterSummary  #: the microclusters (``n_rows``: the rows read, NaN/inf rows included)
     n_nonfinite: int  #: rows with NaN or inf, left out of the summary
     #: each microcluster's member row nearest to its mean, in the data's dtype: rows the label pass will route
     representatives: np.ndarray | None = None
@@ -219,7 +219,7 @@ class ChunkedData:
 
     def summarise(
         self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0, budget: int | None = None
-    ) -> Summary:
+    ) -> SummaryPass:
         """One pass: chunk-local k-means microclusters, each with its member row nearest to its mean, and a count
         of rows with NaN/inf; with a ``budget``, at most that many microclusters, merged on the workers.
 
@@ -245,8 +245,13 @@ class ChunkedData:
         parts = chunk_tasks(name, self.X, _chunk_microclusters, bounds, shared, [(int(s),) for s in seeds])
         combine = functools.partial(_merge_summaries, sum(chunks), budget, int(seed))
         counts, means, spread, representatives, n_rows, n_nonfinite = compute(tree_reduce(parts, combine, name))[0]
-        data = InMemoryData(means, counts, spread / means.shape[1])
-        return Summary(data, int(n_rows), int(n_nonfinite), representatives)
+        summary = ClusterSummary(
+            np.ascontiguousarray(means, dtype=np.float64),
+            np.ascontiguousarray(counts, dtype=np.float64),
+            np.ascontiguousarray(spread / means.shape[1], dtype=np.float64),
+            int(n_rows),
+        )
+        return SummaryPass(summary, int(n_nonfinite), representatives)
 
     def label_rows(self, labeler: Callable, *args, labels_nonfinite: bool = False, out=None):
         """Lazy int64 labels with X's row chunks: ``labeler(rows, *args)`` on each chunk's finite rows,
@@ -667,13 +672,13 @@ class ChunkedNode:
             for b, s in zip(self.blocks, seeds)
         ]
         counts, means, spread, _, _ = map_reduce(name, _apply_to_block, chunks, _concat_summaries)
-        return InMemoryData(means, counts, spread / self.n_features)
+        return ClusterSummary(means, counts, spread / self.n_features, int(round(float(counts.sum()))))
 
-    def split_by(self, router) -> tuple[ChunkedNode, ChunkedNode]:
+    def partition_by(self, router) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows on side 0 and on side 1 of a split rule (``router.side(rows)`` True for side 1)."""
         return tuple(ChunkedNode(self.X, self.path + ((router, side),), self.counter) for side in (0, 1))
 
-    def split(self, v: np.ndarray, b: float) -> tuple[ChunkedNode, ChunkedNode]:
+    def partition(self, v: np.ndarray, b: float) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
         v = np.asarray(v, dtype=np.float64)
         return tuple(ChunkedNode(self.X, self.path + ((v, float(b), side),), self.counter) for side in (0, 1))

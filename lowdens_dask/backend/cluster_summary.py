@@ -37,13 +37,6 @@ class ClusterSummary:
                 f"{self.means.shape}, {self.weights.shape} and {self.spread.shape}."
             )
 
-    @classmethod
-    def from_data(cls, data: InMemoryData, n_rows: int) -> ClusterSummary:
-        """A summary of an :class:`InMemoryData` (rows without spread count as microclusters of no spread)."""
-        spread = np.zeros(data.n_samples) if data.spread is None else np.asarray(data.spread, dtype=np.float64)
-        means = np.asarray(data.X, dtype=np.float64)
-        return cls(means, np.asarray(data.weights, dtype=np.float64), spread, int(n_rows))
-
     @property
     def n_microclusters(self) -> int:
         return int(self.means.shape[0])

@@ -142,7 +142,7 @@ class InMemoryData:
         spread = None if self.spread is None else self.spread[rows]
         return InMemoryData(self.X[rows], self.weights[rows], spread, self.index[rows])
 
-    def split(self, v: np.ndarray, b: float) -> tuple[InMemoryData, InMemoryData]:
+    def partition(self, v: np.ndarray, b: float) -> tuple[InMemoryData, InMemoryData]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
         below = self.project(v) < b
         return self.take(below), self.take(~below)

@@ -1,5 +1,6 @@
 """scikit-learn compatible estimators, and the registry of methods by name."""
 
+from ._params import auto_mode_rule
 from ._summary_pass import build_summary
 from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
 from .mdh import MDH
@@ -13,6 +14,7 @@ from .svm import SupportVectorClustering, SVMRelabelClustering
 from .variance_ratio import MCH, MCClustering
 
 __all__ = [
+    "auto_mode_rule",
     "build_summary",
     "IPDDP",
     "LMSC",

@@ -164,17 +164,18 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def _fit_summary(self, arr, chunked: bool) -> None:
         """Summary mode: summarise (one pass), grow on the microclusters, undo splits no row reaches, label."""
         start = time.perf_counter()
-        summary = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
+        done = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
+        summary = done.summary
         summarised = time.perf_counter()
         rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
-        growth = self._grow_rows(summary.data.X, summary.data.weights, summary.data.spread, rows)
-        merge_unreached_leaves(growth.tree, summary.representatives)
+        growth = self._grow_rows(summary.means, summary.weights, summary.spread, rows)
+        merge_unreached_leaves(growth.tree, done.representatives)
         self._set_fitted(
             growth,
             n_features_in_=arr.shape[1],
-            n_microclusters_=summary.data.n_samples,
-            n_nonfinite_=summary.n_nonfinite,
-            summary_=ClusterSummary.from_data(summary.data, summary.n_rows),
+            n_microclusters_=summary.n_microclusters,
+            n_nonfinite_=done.n_nonfinite,
+            summary_=summary,
         )
         times = (start, summarised, time.perf_counter())
         self._label_rows(arr, chunked, times, None if rows is None else rows.counter)
@@ -322,8 +323,8 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             seed = np.random.default_rng(
                 [check_random_state(self.random_state).randint(2**31 - 1), self.tree_.update + 1]
             )
-            summary = summarise(self, arr, int(seed.integers(2**31 - 1)))
-            new, n_nonfinite = ClusterSummary.from_data(summary.data, summary.n_rows), summary.n_nonfinite
+            done = summarise(self, arr, int(seed.integers(2**31 - 1)))
+            new, n_nonfinite = done.summary, done.n_nonfinite
         summarised = time.perf_counter()
         merged = self.summary_.merged(new, self.decay)
         old_weights = merged.weights.copy()

@@ -51,6 +51,15 @@ def fit_mode(est, X, sample_weight=None) -> str:
     return "memory" if mode == "exact" and not chunked else mode
 
 
+def auto_mode_rule(est) -> str:
+    """The rule of ``mode="auto"`` for ``est``, in words (:func:`fit_mode`; ``lowdens params`` prints it)."""
+    limit = est._auto_summary_rows
+    memory = "in memory" if limit is None else f"in memory up to {limit:,} rows (summary mode above, without sample_weight)"
+    chunked = "summary mode" if est._auto_chunked_mode == "summary" else "exact mode (passes over the chunks)"
+    exact = "" if est._exact_on_chunks else "; no exact mode on chunked input (mode='exact' fits it in summary mode)"
+    return f"arrays {memory}; Dask arrays and zarr stores in {chunked}{exact}"
+
+
 def _integer(value, low: int) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
 

@@ -77,7 +77,7 @@ from sklearn.utils import check_random_state
 
 from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array
-from ..backend.chunked import Summary
+from ..backend.chunked import SummaryPass
 from ..backend.cluster_summary import ClusterSummary
 from ..tree import ClusterTree
 from ._params import is_chunked_input
@@ -116,15 +116,15 @@ def check_enough_rows(n_finite: int, n_rows: int) -> None:
         raise ValueError(f"X has {n_finite} finite row{'' if n_finite == 1 else 's'}{aside}; at least 2 are needed.")
 
 
-def summarise(est, arr: da.Array, seed: int) -> Summary:
+def summarise(est, arr: da.Array, seed: int) -> SummaryPass:
     """The summarising pass, with the NaN/inf policy applied."""
-    budget = getattr(est, "max_microclusters", None)
-    summary = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed, budget)
-    check_nonfinite(est, summary.n_nonfinite, summary.n_rows)
-    n_finite = summary.n_rows - summary.n_nonfinite
+    done = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed, est.max_microclusters)
+    summary = done.summary
+    check_nonfinite(est, done.n_nonfinite, summary.n_rows)
+    n_finite = summary.n_rows - done.n_nonfinite
     check_enough_rows(n_finite, summary.n_rows)
-    k = summary.data.n_samples
-    if k == 1 and summary.data.spread is not None and not np.any(summary.data.spread > 0):
+    k = summary.n_microclusters
+    if k == 1 and not np.any(summary.spread > 0):
         # one microcluster with no spread: every finite row is the same point, as the in-memory check says
         raise ValueError("Every feature of X is constant; there is no direction to split along.")
     if k < 2:
@@ -133,7 +133,7 @@ def summarise(est, arr: da.Array, seed: int) -> Summary:
             f"rows_per_microcluster={est.rows_per_microcluster:g} rows of each chunk); at least 2 are needed: "
             "lower rows_per_microcluster, use smaller chunks, or fit with mode='exact'."
         )
-    return summary
+    return done
 
 
 def is_small_input(arr: da.Array) -> bool:
@@ -171,7 +171,7 @@ def build_summary(est, X) -> ClusterSummary:
         rows, weights, _ = read_small_input(est, arr)
         return rows_summary(rows, weights, arr.shape[0])
     summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
-    return ClusterSummary.from_data(summary.data, summary.n_rows)
+    return summary.summary
 
 
 
@@ -182,7 +182,7 @@ def summary_of_rows(est, X, weights: np.ndarray | None) -> ClusterSummary:
     themselves merged down to ``max_microclusters``."""
     if weights is None:
         return build_summary(est, X)
-    return rows_summary(X, weights, X.shape[0]).bounded(getattr(est, "max_microclusters", None), 0)
+    return rows_summary(X, weights, X.shape[0]).bounded(est.max_microclusters, 0)
 
 def merge_unreached_leaves(tree: ClusterTree, representatives: np.ndarray) -> int:
     """Undo each split of ``tree`` that made a leaf no microcluster's representative row reaches (with a warning);

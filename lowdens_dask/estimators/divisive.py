@@ -103,7 +103,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
         told = isinstance(self.n_clusters, numbers.Integral)
         return GrowthRules(
             target,
-            self._rank,
+            self._leaf_order,
             lazy=self.split_index == "size",
             force=bool(self.force_n_clusters) and told,
             merge=not told,
@@ -120,7 +120,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
         """The parameters the tree records."""
         return {**self._index_params(), "min_size": self.min_size}
 
-    def _rank(self, node, data, hp: Hyperplane | None) -> float:
+    def _leaf_order(self, node, data, hp: Hyperplane | None) -> float:
         if callable(self.split_index):
             return float(self.split_index(data.X, hp))
         return self._split_indices[self.split_index](node, data, hp)

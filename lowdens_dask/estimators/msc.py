@@ -331,7 +331,7 @@ class _ChunkedGrowth:
         chunks = [(b, *args, self.est.metric, gamma) for b in self.blocks]
         return map_reduce(name, _chunk_moments, chunks, _add)
 
-    def split(self, tree: ClusterTree, leaf: int, info, seed: int):
+    def find_split(self, tree: ClusterTree, leaf: int, info, seed: int):
         est = self.est
         n, mean, m2, lo, hi, _, sample = info
         sample = np.unique(sample, axis=0)
@@ -414,7 +414,7 @@ class _ChunkedSplitter(SplitterBase):
         self.growth, self.tree, self.info = growth, tree, info
 
     def find(self, node: int, data, start=None) -> Candidate | None:
-        found = self.growth.split(self.tree, node, self.info[node], int(self.growth.rng.integers(2**31 - 1)))
+        found = self.growth.find_split(self.tree, node, self.info[node], int(self.growth.rng.integers(2**31 - 1)))
         return None if found is None else Candidate(*found, True)
 
     def cut(self, node: int, data, candidate: Candidate, forced: bool) -> Cut | None:

@@ -232,10 +232,10 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__}: {int((~np.isfinite(X_lab).all(axis=1)).sum())} labelled rows have NaN or inf."
             )
-        summary = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
-        s = summary.data
+        done = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
+        s = done.summary.data()
         self.n_microclusters_ = s.n_samples
-        self.n_nonfinite_ = summary.n_nonfinite
+        self.n_nonfinite_ = done.n_nonfinite
         # the labelled rows already count in the summaries' density: weight 0 there, label weight 1
         Xs = np.vstack([s.X, X_lab])
         weights = np.concatenate([s.weights, np.zeros(rows.size)])

@@ -236,13 +236,13 @@ class _SpectralClustering(_DivisiveClustering):
             k = AUTO_BALANCE_CLUSTERS if self.max_clusters is None else self.max_clusters
         return total / k / 5 if SCHEMES[self.scheme]["min_side_rule"] == "package" else total / (2 * k)
 
-    def _rank(self, node, data, found) -> float:
+    def _leaf_order(self, node, data, found) -> float:
         return by_size(node, data, found) if self._split_index() == "size" else least_connected(node, data, found)
 
     def _rules(self) -> GrowthRules:
         target, test = self._target()
         told = isinstance(self._n_clusters(), numbers.Integral)
-        return GrowthRules(target, self._rank, lazy=self._split_index() == "size", merge=not told, test=test)
+        return GrowthRules(target, self._leaf_order, lazy=self._split_index() == "size", merge=not told, test=test)
 
     def _tree_params(self) -> dict:
         return self._split_params()

@@ -12,12 +12,12 @@ Each step at a node answers one of:
 - **merge** (updates, where :attr:`GrowthRules.merge` allows it): a node with neither a kept nor a valid
   re-pursued rule becomes a leaf, with the cluster id of its largest leaf; and where a leaf count is asked
   (an integer ``n_clusters``) and exceeded, the latest splits are merged back;
-- **split**: the leaf that :attr:`GrowthRules.rank` prefers among the leaves with a valid split is split, until
-  :attr:`GrowthRules.n_clusters` leaves exist or none has a valid split. With ``lazy`` (a rank that needs no
-  split, such as size) a leaf's split is found only when it is ranked first, which gives the same tree as
+- **split**: the leaf that :attr:`GrowthRules.leaf_order` prefers among the leaves with a valid split is split, until
+  :attr:`GrowthRules.n_clusters` leaves exist or none has a valid split. With ``lazy`` (a leaf order that needs
+  no split, such as size) a leaf's split is found only when it is ranked first, which gives the same tree as
   finding every leaf's. With ``force`` (``force_n_clusters``), when no leaf has a valid split and fewer than
   ``n_clusters`` leaves exist, the leaf whose best split the splitter prefers (``forced_score``; ties to the leaf
-  the rank prefers) is split anyway (the node is marked ``forced``).
+  the leaf order prefers) is split anyway (the node is marked ``forced``).
 
 The splits found for the final leaves that were valid, or tested (``"auto"``), are kept on them as their
 would-be splits. In an update, the child holding most of a split leaf's old weight (rows seen before the update)
@@ -44,7 +44,7 @@ from .splitter import Candidate, Splitter
 
 
 def by_size(node: Node, data, found) -> float:
-    """The default rank: the largest leaf first."""
+    """The default leaf order: the largest leaf first."""
     return node.size
 
 
@@ -52,13 +52,13 @@ class GrowthRules(NamedTuple):
     """How a tree grows, the same in a fit and in an update.
 
     ``n_clusters``: the leaves to grow to (an integer ``n_clusters``), or the cap (``"auto"`` and None: None for
-    no cap). ``rank(node, data, found)`` scores a leaf, larger first (``found`` is the splitter's own result, None
+    no cap). ``leaf_order(node, data, found)`` scores a leaf, larger first (the ``split_index`` parameter) (``found`` is the splitter's own result, None
     for a leaf not yet searched when ``lazy``). ``merge``: an update may merge back splits that are no longer
     valid (``"auto"`` and None); with an integer ``n_clusters`` the leaf count is the user's and splits only move.
     ``test``: the held-out test of ``"auto"``, or None."""
 
     n_clusters: int | None
-    rank: Callable = by_size
+    leaf_order: Callable = by_size
     lazy: bool = False
     force: bool = False
     merge: bool = False
@@ -146,7 +146,7 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
 
     def score(leaf: int) -> tuple[float, int]:
         c = found.get(leaf)
-        value = float(rules.rank(tree.nodes[leaf], leaves[leaf], None if c is None else c.found))
+        value = float(rules.leaf_order(tree.nodes[leaf], leaves[leaf], None if c is None else c.found))
         return (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
 
     def forced_score(leaf: int) -> tuple[float, tuple[float, int]]:

@@ -159,13 +159,13 @@ class HyperplaneSplitter(SplitterBase):
                 original = _to_original(polished[0], refine.frame)
                 hp = polished[1]
 
-        def split():
-            row_parts = None if rows is None else rows.split(*refine.frame.from_original(original.v, original.b))
-            parts = data.split(hp.v, hp.b)
+        def partition():
+            row_parts = None if rows is None else rows.partition(*refine.frame.from_original(original.v, original.b))
+            parts = data.partition(hp.v, hp.b)
             return parts, row_parts, tuple(part.total_weight for part in (row_parts or parts))
 
         least = max(self.min_size, 1e-300)
-        parts, row_parts, sizes = split()
+        parts, row_parts, sizes = partition()
         if min(sizes) < least and not forced:  # rounding of x @ v (features of very different scales) emptied a side
             return None
         if min(sizes) < least:  # a forced split: fall back to the mean along v (PDDP's split)
@@ -173,7 +173,7 @@ class HyperplaneSplitter(SplitterBase):
             if hp is None:
                 return None
             original = _to_original(hp, frame)
-            parts, row_parts, sizes = split()
+            parts, row_parts, sizes = partition()
             if min(sizes) < least:
                 return None
         rule = HyperplaneRule(original.v, original.b)
@@ -289,7 +289,7 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
     if data.chunked:
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
-        summary = data.summarise(SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK, test.seed)
+        summary = data.summarise(SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK, test.seed).data()
         held_out = _split_from_start(method, summary, params, min_size, start, test, node)
         return hp if held_out is None else hp._replace(stats={**hp.stats, **_test_stats(held_out)})
     fit_rows, test_rows = halves(data, test.seed, node)

@@ -85,8 +85,8 @@ class SpectralSplitter(SplitterBase):
 
     def _points(self, data, seed: int):
         if data.chunked:
-            summary = data.summarise(self.rows_per_microcluster, self.max_per_chunk, seed)
-            return summary.X, summary.weights, summary.within_variance
+            points = data.summarise(self.rows_per_microcluster, self.max_per_chunk, seed).data()
+            return points.X, points.weights, points.within_variance
         return data.X, data.weights, self.spread
 
     def _in_frame(self, V: np.ndarray) -> np.ndarray:
@@ -129,7 +129,7 @@ class SpectralSplitter(SplitterBase):
 
     def _split(self, data, rule: SplitRule, original: SplitRule):
         if data.chunked:
-            parts = data.split_by(rule)
+            parts = data.partition_by(rule)
         else:  # routed in the original coordinates, as ``ClusterTree.predict`` routes them
             above = original.side(self.original[data.index])
             parts = (data.take(~above), data.take(above))
