@@ -125,6 +125,14 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             raise ValueError(f"sample_weight is not supported {where}.")
         if mode == "exact":
             self._check_chunked()
+        self._fit_chunks(X, mode)
+        if mode == "exact" and self._updatable:
+            self._rows_fitted = (X, None)  # summarised when the first update comes
+        return self
+
+    def _fit_chunks(self, X, mode: str) -> None:
+        """Summary or exact mode: ``X`` as row chunks (in-memory input in summary mode is cut into chunks), small
+        input read into memory, the summarising pass, or the chunked rows of exact mode."""
         chunked = is_chunked_input(X)
         arr = as_chunked(self, X) if mode == "summary" else as_dask_array(X, storage_options=self.storage_options)
         check_worker_memory(chunk_bytes(arr))
@@ -136,9 +144,6 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             growth, n_nonfinite, counter = self._grow_chunked(arr)
             self._set_fitted(growth, n_features_in_=arr.shape[1], n_nonfinite_=n_nonfinite)
             self._label_rows(arr, True, None, counter, read=0)  # the counter has every pass of the growth
-        if mode == "exact" and self._updatable:
-            self._rows_fitted = (X, None)  # summarised when the first update comes
-        return self
 
     def _fit_in_memory(self, X, sample_weight):
         X, weights, finite = check_fit_rows(self, X, sample_weight)
@@ -290,12 +295,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             )
         for name in _FORGOTTEN:
             self.__dict__.pop(name, None)
-        arr = as_chunked(self, X)
-        check_worker_memory(chunk_bytes(arr))
-        if is_small_input(arr):
-            self._fit_small_input(arr, is_chunked_input(X), summary=True)
-        else:
-            self._fit_summary(arr, is_chunked_input(X))
+        self._fit_chunks(X, "summary")
         self.tree_.stabilise_labels()
         self.update_report_ = {
             "update": 0,
