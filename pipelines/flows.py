@@ -40,7 +40,6 @@ from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
 from prefect_dask import DaskTaskRunner, get_dask_client  # noqa: E402
 
-from lowdens_dask import ClusterTree  # noqa: E402
 from lowdens_dask.backend import chunks_read  # noqa: E402
 
 from . import job  # noqa: E402

@@ -8,8 +8,9 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import MDHClustering
-from lowdens_dask.backend import ChunkedData, InMemoryData, chunked
-from lowdens_dask.backend.chunked import MIN_PART_BUDGET, chunks_read, summary_blocks, summary_min_rows
+from lowdens_dask.backend import ChunkedData, InMemoryData, summary_pass
+from lowdens_dask.backend.passes import chunks_read
+from lowdens_dask.backend.summary_pass import MIN_PART_BUDGET, summary_blocks, summary_min_rows
 from lowdens_dask.kernels.summaries import merge_microclusters
 from lowdens_dask.pursuit import hyperplanes
 from lowdens_dask.pursuit.hyperplanes import find_hyperplane
@@ -80,9 +81,9 @@ def test_summarising_pass_has_one_task_per_block_and_no_rechunk():
         keys.extend(str(k) for k in args[0].__dask_graph__())
         return real(*args, **kw)
 
-    real = chunked.compute
+    real = summary_pass.compute
     with dask.config.set(scheduler="synchronous"), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chunked, "compute", spy)
+        mp.setattr(summary_pass, "compute", spy)
         ChunkedData(X).summarise(20, 64, budget=50)
     assert not any("rechunk" in k for k in keys)
     tasks = [k for k in keys if "lowdens-summarise" in k and "combine" not in k]
@@ -154,9 +155,9 @@ def test_pass_tasks_read_their_chunks_themselves(tmp_path):
         keys.extend(args[0].__dask_graph__())
         return real(*args, **kw)
 
-    real = chunked.compute
+    real = summary_pass.compute
     with dask.config.set(scheduler="synchronous"), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chunked, "compute", spy)
+        mp.setattr(summary_pass, "compute", spy)
         stored = ChunkedData(da.from_zarr(str(tmp_path / "x.zarr"))).summarise(20, 64, seed=0, budget=300)
     with dask.config.set(scheduler="synchronous"):
         in_memory = ChunkedData(da.from_array(X, chunks=(2_000, 3))).summarise(20, 64, seed=0, budget=300)

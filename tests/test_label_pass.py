@@ -9,7 +9,7 @@ import zarr
 
 from lowdens_dask import MDHClustering
 from lowdens_dask.backend import INTEGRITY_ATTRIBUTE
-from lowdens_dask.backend.chunked import chunks_read
+from lowdens_dask.backend.passes import chunks_read
 from lowdens_dask.backend.zarr_input import _check_missing_chunks
 from lowdens_dask.estimators import _label_pass, _summary_pass
 from lowdens_dask.estimators._label_pass import smallest_signed_dtype, store_labels

@@ -326,7 +326,8 @@ def test_standardize_and_baselines_in_summary_mode():
 def test_chunks_are_labelled_by_blocks_of_rows():
     """A chunk larger than LABEL_BLOCK rows is labelled block by block (bounded working memory), with the
     same labels as the tree on the whole chunk, and -1 for rows with NaN/inf in any block."""
-    from lowdens_dask.backend.chunked import LABEL_BLOCK, ChunkedData
+    from lowdens_dask.backend import ChunkedData
+    from lowdens_dask.backend.label_pass import LABEL_BLOCK
 
     X, _ = mixture(n=2 * LABEL_BLOCK + 123)
     X[[7, LABEL_BLOCK + 5, 2 * LABEL_BLOCK + 100], [0, 1, 2]] = [np.nan, np.inf, -np.inf]
@@ -348,7 +349,7 @@ def test_chunks_are_labelled_by_blocks_of_rows():
 def test_freed_heap_kept_on_a_worker_is_bounded_by_its_memory_limit():
     """glibc keeps 256 MB of freed heap on large workers, but 1/16 of the limit on small ones: 256 MB kept on a
     400 MB worker held it over Dask's pause threshold (320 MB), and a paused worker runs no task."""
-    from lowdens_dask.backend.chunked import malloc_thresholds
+    from lowdens_dask.backend.workers import malloc_thresholds
 
     assert malloc_thresholds(None) == (256 * 2**20, 64 * 2**20)
     assert malloc_thresholds(16e9) == (256 * 2**20, 64 * 2**20)

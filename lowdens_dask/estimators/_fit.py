@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._warnings import warn
 from ..backend import as_dask_array
-from ..backend.chunked import ChunkedNode, PassCounter
+from ..backend.chunked import ChunkedNode
+from ..backend.passes import PassCounter
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree, leaf_labels_from_json

@@ -15,7 +15,7 @@ import zarr
 
 from .._warnings import warn
 from ..backend import as_dask_array
-from ..backend.chunked import default_max_node_bytes
+from ..backend.workers import default_max_node_bytes
 
 #: With mode="auto", in-memory arrays with more rows than this are fitted in summary mode (the default of
 #: :attr:`~lowdens_dask.estimators._fit.TreeClustering._auto_summary_rows`).
@@ -92,7 +92,7 @@ def check_scale_out_params(est) -> None:
 
 def max_node_bytes(est) -> float:
     """The estimator's ``max_node_bytes``, with "auto" resolved by
-    :func:`~lowdens_dask.backend.chunked.default_max_node_bytes` (0 for an estimator without it)."""
+    :func:`~lowdens_dask.backend.workers.default_max_node_bytes` (0 for an estimator without it)."""
     value = est.get_params(deep=False).get("max_node_bytes", 0.0)
     return default_max_node_bytes() if isinstance(value, str) and value == "auto" else float(value)
 

@@ -8,7 +8,7 @@
 1. one chunked pass builds weighted microclusters (chunk-local k-means, at most
    ``MAX_MICROCLUSTERS_PER_CHUNK`` per chunk and at least ``rows_per_microcluster`` rows each; chunks of
    fewer than ``rows_per_microcluster * MAX_MICROCLUSTERS_PER_CHUNK`` rows are read in groups of consecutive
-   chunks, :func:`~lowdens_dask.backend.chunked.summary_blocks`, since one or two microclusters of a small
+   chunks, :func:`~lowdens_dask.backend.summary_pass.summary_blocks`, since one or two microclusters of a small
    chunk average rows of different clusters), keeps each microcluster's member row nearest its mean, and
    counts rows with NaN/inf. The tree reduction that combines the chunks' summaries merges microclusters on
    the workers down to ``max_microclusters`` (default 1024;
@@ -77,7 +77,7 @@ from sklearn.utils import check_random_state
 
 from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array
-from ..backend.chunked import SummaryPass
+from ..backend.summary_pass import SummaryPass
 from ..backend.cluster_summary import ClusterSummary
 from ..tree import ClusterTree
 from ._params import is_chunked_input

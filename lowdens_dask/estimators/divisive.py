@@ -11,7 +11,7 @@ import numpy as np
 
 from .._warnings import warn
 from ..backend import InMemoryData
-from ..backend.chunked import task_slots
+from ..backend.workers import task_slots
 from ..backend.cluster_summary import ClusterSummary
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane

@@ -31,7 +31,7 @@ import dask
 import numpy as np
 from dask.base import tokenize
 
-from ..backend.chunked import large_allocations_from_the_heap
+from ..backend.workers import large_allocations_from_the_heap
 from ..backend.frame import Frame
 from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
