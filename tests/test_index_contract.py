@@ -122,8 +122,7 @@ def test_parallel_growth_equals_serial_growth(name):
     trees = []
     for parallel in (True, False):
         model = METHODS[name].clustering(n_clusters=4)
-        model._fit_data(InMemoryData(X, weights), Frame(), parallel, None)
-        trees.append(model.tree_)
+        trees.append(model._grow(InMemoryData(X, weights), Frame(), parallel, None).tree)
     assert [(n.id, n.children, n.size, n.forced) for n in trees[0]] == [
         (n.id, n.children, n.size, n.forced) for n in trees[1]
     ]

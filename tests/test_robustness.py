@@ -78,7 +78,7 @@ def test_a_split_whose_rows_leave_a_side_empty_is_not_made(monkeypatch):
         return self, self.take(np.zeros(self.n_samples, dtype=bool))
 
     X = np.vstack([np.random.default_rng(2).normal(size=(60, 2)) + [c, 0] for c in (0, 9, 18)])
-    monkeypatch.setattr(InMemoryData, "split", everything_left)
+    monkeypatch.setattr(InMemoryData, "partition", everything_left)
     model = MDHClustering(n_clusters=3, force_n_clusters=False).fit(X)
     assert model.n_clusters_ == 1 and model.tree_.root.is_leaf
 
