@@ -11,10 +11,10 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from lowdens_pipelines import cli, runs
 
 import lowdens_dask.plots
 from lowdens_dask import MSCClustering
-from lowdens_pipelines import cli, runs
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,10 @@
 """partial_fit on the divisive estimators: summaries merged, splits kept, re-pursued, split and merged, stable
 cluster ids, the update report, and the tree's stable labels."""
 
-import dask.array as da
 import pickle
 import warnings
 
+import dask.array as da
 import numpy as np
 import pytest
 import zarr

@@ -1,8 +1,8 @@
 """Data layer: the few operations projection pursuit needs, over in-memory and row-chunked (Dask) data."""
 
 from .chunked import ChunkedData
-from .passes import chunks_read
 from .memory import InMemoryData
+from .passes import chunks_read
 from .workers import WorkerMemoryError
 from .zarr_input import INTEGRITY_ATTRIBUTE, ChunkReadError, as_dask_array, write_integrity_manifest
 

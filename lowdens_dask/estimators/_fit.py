@@ -25,11 +25,11 @@ from sklearn.utils.validation import check_is_fitted
 from .._warnings import warn
 from ..backend import as_dask_array
 from ..backend.chunked import ChunkedNode
-from ..backend.passes import PassCounter
 from ..backend.cluster_summary import ClusterSummary
+from ..backend.passes import PassCounter
 from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree, leaf_labels_from_json
-from ..tree.grower import Growth
+from ..tree.grower import Growth, merge_unreached_leaves
 from ._label_pass import store_labels
 from ._params import AUTO_SUMMARY_ROWS, check_n_features, check_scale_out_params, fit_mode, is_chunked_input
 from ._summary_pass import (
@@ -37,7 +37,6 @@ from ._summary_pass import (
     check_enough_rows,
     check_nonfinite,
     is_small_input,
-    merge_unreached_leaves,
     read_small_input,
     rows_summary,
     summarise,

@@ -36,7 +36,7 @@
    signed integer type that holds them (:func:`store_labels`).
 
 A split of the tree whose leaf no microcluster's nearest-member row reaches is undone, with a warning
-(:func:`merge_unreached_leaves`): that row is labelled in that leaf by step 4, so ``n_clusters_`` always
+(:func:`~lowdens_dask.tree.grower.merge_unreached_leaves`): that row is labelled in that leaf by step 4, so ``n_clusters_`` always
 equals the number of distinct labels, 0 to ``n_clusters_ - 1``.
 
 ``timings_`` records the seconds of each step: ``summary_pass`` (1), ``tree`` (2 and 3, on the client) and
@@ -75,11 +75,9 @@ import dask.array as da
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._warnings import warn
 from ..backend import ChunkedData, as_dask_array
-from ..backend.summary_pass import SummaryPass
 from ..backend.cluster_summary import ClusterSummary
-from ..tree import ClusterTree
+from ..backend.summary_pass import SummaryPass
 from ._params import is_chunked_input
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -183,30 +181,3 @@ def summary_of_rows(est, X, weights: np.ndarray | None) -> ClusterSummary:
     if weights is None:
         return build_summary(est, X)
     return rows_summary(X, weights, X.shape[0]).bounded(est.max_microclusters, 0)
-
-def merge_unreached_leaves(tree: ClusterTree, representatives: np.ndarray) -> int:
-    """Undo each split of ``tree`` that made a leaf no microcluster's representative row reaches (with a warning);
-    returns how many.
-
-    A leaf of a tree grown on microclusters may hold only microclusters whose rows lie elsewhere (a microcluster
-    averaging rows of two groups lies between them): no row would be labelled there, and ``n_clusters_`` would
-    count a cluster that ``labels_`` never holds. Each microcluster's representative is its member row nearest to
-    its mean, routed as the label pass routes rows: a leaf it reaches gets that row's label, so every leaf left
-    is a label of ``labels_``."""
-    if representatives is None or not len(representatives):
-        return 0
-    merged = 0
-    while tree.n_leaves > 1:
-        reached = set(np.unique(tree.apply(representatives)).tolist())
-        unreached = [leaf for leaf in tree.leaves() if leaf.id not in reached]
-        if not unreached:
-            break
-        tree.merge_leaf(unreached[0])
-        merged += 1
-    if merged:
-        warn(
-            f"Summary mode: {merged} split(s) made a cluster that no row reaches (its microclusters averaged rows of "
-            f"other clusters), so they were undone: {tree.n_leaves} clusters are left. Smaller rows_per_microcluster, "
-            "larger chunks or mode='exact' avoid this."
-        )
-    return merged

@@ -11,8 +11,8 @@ import numpy as np
 
 from .._warnings import warn
 from ..backend import InMemoryData
-from ..backend.workers import task_slots
 from ..backend.cluster_summary import ClusterSummary
+from ..backend.workers import task_slots
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..pursuit.significance import SplitTest

@@ -11,8 +11,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
-from ..backend.workers import task_slots
 from ..backend.frame import exact_frame, rows_frame
+from ..backend.workers import task_slots
 from ..tree import ClusterTree, hyperplane_side
 from ..tree.grower import Growth, GrowthRules, grow
 from ..tree.hyperplanes import HyperplaneSplitter, Refine

@@ -22,8 +22,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
-from ..backend.passes import PassCounter, map_reduce
 from ..backend.frame import CONSTANT_SCALE, constant_columns
+from ..backend.passes import PassCounter, map_reduce
 from ..pursuit.msc import (
     METRICS,
     WEIGHTS,

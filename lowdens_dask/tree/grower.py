@@ -12,6 +12,8 @@ Each step at a node answers one of:
 - **merge** (updates, where :attr:`GrowthRules.merge` allows it): a node with neither a kept nor a valid
   re-pursued rule becomes a leaf, with the cluster id of its largest leaf; and where a leaf count is asked
   (an integer ``n_clusters``) and exceeded, the latest splits are merged back;
+  after a summary-mode fit, a split that made a leaf no row reaches is merged back too
+  (:func:`merge_unreached_leaves`);
 - **split**: the leaf that :attr:`GrowthRules.leaf_order` prefers among the leaves with a valid split is split, until
   :attr:`GrowthRules.n_clusters` leaves exist or none has a valid split. With ``lazy`` (a leaf order that needs
   no split, such as size) a leaf's split is found only when it is ranked first, which gives the same tree as
@@ -35,6 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._warnings import warn
 from ..pursuit.significance import SplitTest, is_significant
 from .cluster_tree import ClusterTree, Node
 from .drift import shares
@@ -281,3 +284,31 @@ def _merge_latest(tree: ClusterTree, rules: GrowthRules, report: list) -> None:
         )
         tree.prune(node)
         report.append({"node": node.id, "action": "merged", "label": node.label})
+
+
+def merge_unreached_leaves(tree: ClusterTree, representatives: np.ndarray) -> int:
+    """Undo each split of ``tree`` that made a leaf no microcluster's representative row reaches (with a warning);
+    returns how many.
+
+    A leaf of a tree grown on microclusters may hold only microclusters whose rows lie elsewhere (a microcluster
+    averaging rows of two groups lies between them): no row would be labelled there, and ``n_clusters_`` would
+    count a cluster that ``labels_`` never holds. Each microcluster's representative is its member row nearest to
+    its mean, routed as the label pass routes rows: a leaf it reaches gets that row's label, so every leaf left
+    is a label of ``labels_``."""
+    if representatives is None or not len(representatives):
+        return 0
+    merged = 0
+    while tree.n_leaves > 1:
+        reached = set(np.unique(tree.apply(representatives)).tolist())
+        unreached = [leaf for leaf in tree.leaves() if leaf.id not in reached]
+        if not unreached:
+            break
+        tree.merge_leaf(unreached[0])
+        merged += 1
+    if merged:
+        warn(
+            f"Summary mode: {merged} split(s) made a cluster that no row reaches (its microclusters averaged rows of "
+            f"other clusters), so they were undone: {tree.n_leaves} clusters are left. Smaller rows_per_microcluster, "
+            "larger chunks or mode='exact' avoid this."
+        )
+    return merged

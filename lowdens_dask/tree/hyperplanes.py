@@ -31,8 +31,8 @@ import dask
 import numpy as np
 from dask.base import tokenize
 
-from ..backend.workers import large_allocations_from_the_heap
 from ..backend.frame import Frame
+from ..backend.workers import large_allocations_from_the_heap
 from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
 from ..pursuit.significance import SplitTest, halves, held_out_test, is_significant, with_test
