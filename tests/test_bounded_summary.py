@@ -98,7 +98,7 @@ def test_budget_parameter_is_checked_and_bounds_the_fit():
     with pytest.raises(ValueError, match="max_microclusters"):
         MDHClustering(max_microclusters=1, mode="summary").fit(X)
     with dask.config.set(scheduler="synchronous"):
-        est = MDHClustering(n_clusters=4, random_state=0, max_microclusters=MIN_PART_BUDGET).fit(
+        est = MDHClustering(n_clusters=4, random_state=0, max_microclusters=MIN_PART_BUDGET, mode="summary").fit(
             da.from_array(X, chunks=(1000, 6))
         )
     assert est.n_microclusters_ <= MIN_PART_BUDGET

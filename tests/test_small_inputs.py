@@ -70,7 +70,7 @@ def test_small_zarr_input_keeps_the_contract(tmp_path):
     X[[4, 17]] = np.nan
     path = str(tmp_path / "x.zarr")
     zarr.create_array(path, data=X, chunks=(10, 3))
-    model = fitted("mdh", path, nonfinite="skip", labels_store=str(tmp_path / "labels.zarr"))
+    model = fitted("mdh", path, nonfinite="skip", labels_store=str(tmp_path / "labels.zarr"), mode="summary")
     labels = model.labels_.compute()
     assert model.labels_.chunks == ((10, 10, 10),) and model.n_nonfinite_ == 2
     assert model.n_microclusters_ == 28 and set(model.timings_) == {"summary_pass", "tree", "label_pass"}
@@ -85,9 +85,9 @@ def test_the_threshold_is_the_documented_row_count():
     """At most SMALL_INPUT_ROWS rows: fitted on the rows (each its own microcluster); one more: summarised."""
     assert _summary_pass.SMALL_INPUT_ROWS == SMALL_INPUT_ROWS
     X, _ = two_groups(SMALL_INPUT_ROWS + 1)
-    small = fitted("pddp", da.from_array(X[:SMALL_INPUT_ROWS], chunks=(100, 3)))
+    small = fitted("pddp", da.from_array(X[:SMALL_INPUT_ROWS], chunks=(100, 3)), mode="summary")
     assert small.n_microclusters_ == SMALL_INPUT_ROWS
-    large = fitted("pddp", da.from_array(X, chunks=(100, 3)))
+    large = fitted("pddp", da.from_array(X, chunks=(100, 3)), mode="summary")
     assert large.n_microclusters_ <= np.ceil(len(X) / 20) + 2
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from scipy.linalg import eigh
 
 from ..kernels.summaries import microclusters
-from .cluster_summary import ClusterSummary
+from .cluster_summary import ClusterSummary, bottom_rows, sample_keys
 from .label_pass import label_rows
 from .memory import InMemoryData
 from .passes import PassCounter, delayed_task, map_reduce
@@ -84,7 +84,8 @@ def _chunk_node_microclusters(x: np.ndarray, path: tuple, rows_per_microcluster:
     rows, _ = _node_rows(x, path)
     k = min(int(np.ceil(rows.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread = microclusters(rows, k, seed)
-    return counts, means, spread, rows.shape[0], 0
+    sample, keys = bottom_rows(rows, sample_keys(rows.shape[0], np.random.default_rng([seed, 1])))
+    return counts, means, spread, sample, keys, rows.shape[0], 0
 
 
 def _chunk_weight_below(x: np.ndarray, path: tuple, v: np.ndarray, b: float) -> float:
@@ -320,9 +321,9 @@ class ChunkedNode:
         offset = np.zeros(U.shape[1]) if offset is None else np.asarray(offset, dtype=np.float64)
         return Projections(self, U, offset)
 
-    def summarise(self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0) -> InMemoryData:
+    def summarise(self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0) -> ClusterSummary:
         """One pass: chunk-local k-means microclusters of the node's rows (as :meth:`ChunkedData.summarise`),
-        their means weighted by row counts, with per-dimension spread."""
+        their means weighted by row counts, with per-dimension spread, and a random sample of the rows."""
         seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(self.blocks))
         self.counter.add()
         name = f"lowdens-node-summarise-{dask.base.tokenize(self.token, rows_per_microcluster, seed)[:12]}"
@@ -331,8 +332,10 @@ class ChunkedNode:
             (_chunk_node_microclusters, b, path, (rows_per_microcluster, max_per_chunk, int(s)))
             for b, s in zip(self.blocks, seeds)
         ]
-        counts, means, spread, _, _ = map_reduce(name, _apply_to_block, chunks, concat_summaries)
-        return ClusterSummary(means, counts, spread / self.n_features, int(round(float(counts.sum()))))
+        counts, means, spread, sample, keys, _, _ = map_reduce(name, _apply_to_block, chunks, concat_summaries)
+        sample, keys = bottom_rows(sample, keys)
+        n_rows = round(float(counts.sum()))
+        return ClusterSummary(means, counts, spread / self.n_features, n_rows, 0, sample, keys)
 
     def partition_by(self, router) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows on side 0 and on side 1 of a split rule (``router.side(rows)`` True for side 1)."""

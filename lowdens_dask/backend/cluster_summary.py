@@ -16,18 +16,41 @@ from .memory import InMemoryData
 #: With decay, a microcluster whose weight falls below this many rows is dropped from the summary.
 MIN_DECAYED_WEIGHT = 0.05
 
+#: The summary keeps a random sample of at most this many of the rows it summarises (:class:`ClusterSummary`),
+#: on which ``n_clusters="auto"`` tests each split.
+SAMPLE_ROWS = 100_000
+
+
+def sample_keys(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Keys of ``n`` new rows for the summary's sample: exponential draws (rate 1, the weight of a new row)."""
+    return rng.standard_exponential(n)
+
+
+def bottom_rows(rows: np.ndarray, keys: np.ndarray, size: int = SAMPLE_ROWS) -> tuple[np.ndarray, np.ndarray]:
+    """The ``size`` rows of smallest key (all of them when fewer), in key order."""
+    order = np.argsort(keys, kind="stable")[:size]
+    return rows[order], keys[order]
+
 
 @dataclass(frozen=True)
 class ClusterSummary:
     """Microclusters of the rows seen: ``means`` (m, d), row counts ``weights`` (m,) and per-dimension spread
     (m,): the mean within-microcluster variance per dimension. ``n_rows`` counts the rows summarised (NaN/inf
-    rows left out of the summary included), ``n_updates`` the summaries merged into the first."""
+    rows left out of the summary included), ``n_updates`` the summaries merged into the first.
+
+    ``sample`` (k, d) is a random sample of at most :data:`SAMPLE_ROWS` of the rows summarised, the rows of the
+    smallest ``sample_keys``: each row draws an exponential key divided by its weight (1 for a new row), so the
+    sample of two summaries merged is the union's rows of smallest key, a uniform sample of all the rows
+    (Efraimidis & Spirakis, Inf. Process. Lett. 97(5), 2006), and decay, which lowers old rows' weights, raises
+    their keys. A summary of an older version has none (``k = 0``)."""
 
     means: np.ndarray
     weights: np.ndarray
     spread: np.ndarray
     n_rows: int
     n_updates: int = 0
+    sample: np.ndarray | None = None
+    sample_keys: np.ndarray | None = None
 
     def __post_init__(self):
         m = self.means.shape[0]
@@ -35,6 +58,15 @@ class ClusterSummary:
             raise ValueError(
                 f"A summary needs means of shape (m, d) and weights and spread of shape (m,); got "
                 f"{self.means.shape}, {self.weights.shape} and {self.spread.shape}."
+            )
+        if self.sample is None:
+            object.__setattr__(self, "sample", np.empty((0, self.means.shape[1])))
+            object.__setattr__(self, "sample_keys", np.empty(0))
+        k = self.sample.shape[0]
+        if self.sample.shape != (k, self.means.shape[1]) or self.sample_keys is None or self.sample_keys.shape != (k,):
+            raise ValueError(
+                f"A summary's sample needs rows of shape (k, {self.means.shape[1]}) and keys of shape (k,); got "
+                f"{self.sample.shape} and {None if self.sample_keys is None else self.sample_keys.shape}."
             )
 
     @property
@@ -50,8 +82,9 @@ class ClusterSummary:
         return float(self.weights.sum())
 
     def data(self) -> InMemoryData:
-        """The microclusters as weighted points with spread (what the tree grower takes)."""
-        return InMemoryData(self.means, self.weights, self.spread)
+        """The microclusters as weighted points with spread (what the tree grower takes), and the sample rows."""
+        sample = InMemoryData(self.sample) if len(self.sample) else None
+        return InMemoryData(self.means, self.weights, self.spread, sample=sample)
 
     def merged(self, new: ClusterSummary, decay: float | None = None) -> ClusterSummary:
         """This summary followed by ``new``'s microclusters; with ``decay``, this summary's weights are first
@@ -64,12 +97,18 @@ class ClusterSummary:
             raise ValueError(f"The new rows have {new.n_features} features; the summary has {self.n_features}.")
         weights = self.weights if decay is None else self.weights * (1.0 - decay)
         keep = weights >= (0.0 if decay is None else MIN_DECAYED_WEIGHT)
+        old_keys = self.sample_keys if decay is None else self.sample_keys / (1.0 - decay)
+        sample, keys = bottom_rows(
+            np.concatenate([self.sample, new.sample]), np.concatenate([old_keys, new.sample_keys])
+        )
         return ClusterSummary(
             np.concatenate([self.means[keep], new.means]),
             np.concatenate([weights[keep], new.weights]),
             np.concatenate([self.spread[keep], new.spread]),
             self.n_rows + new.n_rows,
             self.n_updates + 1,
+            sample,
+            keys,
         )
 
     def bounded(self, budget: int | None, seed: int = 0) -> ClusterSummary:
@@ -80,7 +119,7 @@ class ClusterSummary:
             return self
         d = self.n_features
         counts, means, spread, _ = merge_microclusters(self.weights, self.means, self.spread * d, budget, seed)
-        return ClusterSummary(means, counts, spread / d, self.n_rows, self.n_updates)
+        return ClusterSummary(means, counts, spread / d, self.n_rows, self.n_updates, self.sample, self.sample_keys)
 
     def to_bytes(self) -> bytes:
         """The summary as .npz bytes (what a run stores)."""
@@ -92,6 +131,8 @@ class ClusterSummary:
             spread=self.spread,
             n_rows=np.int64(self.n_rows),
             n_updates=np.int64(self.n_updates),
+            sample=self.sample,
+            sample_keys=self.sample_keys,
         )
         return buffer.getvalue()
 
@@ -99,4 +140,5 @@ class ClusterSummary:
     def from_bytes(cls, payload: bytes) -> ClusterSummary:
         """The summary :meth:`to_bytes` wrote."""
         with np.load(io.BytesIO(payload), allow_pickle=False) as f:
-            return cls(f["means"], f["weights"], f["spread"], int(f["n_rows"]), int(f["n_updates"]))
+            sample = (f["sample"], f["sample_keys"]) if "sample" in f.files else (None, None)
+            return cls(f["means"], f["weights"], f["spread"], int(f["n_rows"]), int(f["n_updates"]), *sample)

@@ -37,6 +37,9 @@ class InMemoryData:
         Each row's position in the data it was taken from (kept by :meth:`take` and :meth:`split`), so that a
         tree's leaves can find their rows' other attributes (original coordinates, weights before an update).
         Default: ``arange(n_samples)``.
+    sample : InMemoryData, optional
+        For summaries: a random sample of the rows summarised (what ``n_clusters="auto"`` tests a split on),
+        divided with the summary rows by :meth:`partition`; :meth:`take` leaves it out.
     """
 
     #: Rows are in memory: pursuit evaluates whole arrays (see ``ChunkedNode`` for rows held in chunks).
@@ -48,6 +51,7 @@ class InMemoryData:
         weights: np.ndarray | None = None,
         spread: np.ndarray | None = None,
         index: np.ndarray | None = None,
+        sample: InMemoryData | None = None,
     ):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         n = self.X.shape[0]
@@ -55,6 +59,7 @@ class InMemoryData:
         self.total_weight = float(self.weights.sum())
         self.spread = spread
         self._index = index
+        self.sample = sample
         self._mean: np.ndarray | None = None
         self._token: str | None = None
 
@@ -145,7 +150,10 @@ class InMemoryData:
     def partition(self, v: np.ndarray, b: float) -> tuple[InMemoryData, InMemoryData]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
         below = self.project(v) < b
-        return self.take(below), self.take(~below)
+        parts = self.take(below), self.take(~below)
+        if self.sample is not None:
+            parts[0].sample, parts[1].sample = self.sample.partition(v, b)
+        return parts
 
     def weight_below(self, v: np.ndarray, b: float) -> float:
         """Total weight of the rows with ``x @ v < b``."""

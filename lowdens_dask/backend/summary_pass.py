@@ -15,7 +15,7 @@ import dask.array as da
 import numpy as np
 
 from ..kernels.summaries import merge_microclusters, microclusters
-from .cluster_summary import ClusterSummary
+from .cluster_summary import ClusterSummary, bottom_rows, sample_keys
 from .passes import chunk_tasks, tree_reduce
 from .workers import compute
 
@@ -30,8 +30,8 @@ class SummaryPass(NamedTuple):
 
 
 def _chunk_microclusters(rows_per_microcluster: float, max_per_chunk: int, seed: int, *blocks: np.ndarray):
-    """Microclusters of consecutive row chunks (``blocks``):
-    ``(counts, means, spread, representatives, rows, rows with NaN/inf)``."""
+    """Microclusters of consecutive row chunks (``blocks``) and their share of the summary's sample:
+    ``(counts, means, spread, representatives, sample rows, sample keys, rows, rows with NaN/inf)``."""
     x = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     n = x.shape[0]
     n_nonfinite = 0
@@ -41,7 +41,8 @@ def _chunk_microclusters(rows_per_microcluster: float, max_per_chunk: int, seed:
         x = x[finite]
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread, representatives = microclusters(x, k, seed, representatives=True)
-    return counts, means, spread, representatives, n, n_nonfinite
+    sample, keys = bottom_rows(x, sample_keys(x.shape[0], np.random.default_rng([seed, 1])))
+    return counts, means, spread, representatives, sample.astype(np.float64), keys, n, n_nonfinite
 
 
 def concat_summaries(*parts):
@@ -61,13 +62,13 @@ MIN_PART_BUDGET = 256
 def _merge_summaries(n_rows: int, budget: int | None, seed: int, *parts):
     """Chunk summaries combined: arrays concatenated, counts added, and (with a ``budget``) the microclusters
     merged down to the part's share of it (:data:`MIN_PART_BUDGET`, :func:`merge_microclusters`)."""
-    counts, means, spread, representatives, rows, nonfinite = concat_summaries(*parts)
+    counts, means, spread, representatives, sample, keys, rows, nonfinite = concat_summaries(*parts)
     if budget is not None:
         cap = budget if rows >= n_rows else max(MIN_PART_BUDGET, int(np.ceil(2 * budget * rows / n_rows)))
         if counts.size > cap:
             counts, means, spread, nearest = merge_microclusters(counts, means, spread, cap, seed + rows)
             representatives = representatives[nearest]
-    return counts, means, spread, representatives, rows, nonfinite
+    return counts, means, spread, representatives, *bottom_rows(sample, keys), rows, nonfinite
 
 
 #: Summary mode reads row chunks smaller than ``rows_per_microcluster * max_per_chunk`` rows in groups of
@@ -137,11 +138,14 @@ def summarise_chunks(
     shared = (rows_per_microcluster, max_per_chunk)
     parts = chunk_tasks(name, X, _chunk_microclusters, bounds, shared, [(int(s),) for s in seeds])
     combine = functools.partial(_merge_summaries, sum(chunks), budget, int(seed))
-    counts, means, spread, representatives, n_rows, n_nonfinite = compute(tree_reduce(parts, combine, name))[0]
+    reduced = compute(tree_reduce(parts, combine, name))[0]
+    counts, means, spread, representatives, sample, keys, n_rows, n_nonfinite = reduced
     summary = ClusterSummary(
         np.ascontiguousarray(means, dtype=np.float64),
         np.ascontiguousarray(counts, dtype=np.float64),
         np.ascontiguousarray(spread / means.shape[1], dtype=np.float64),
         int(n_rows),
+        sample=sample,
+        sample_keys=keys,
     )
     return SummaryPass(summary, int(n_nonfinite), representatives)

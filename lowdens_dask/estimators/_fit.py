@@ -55,8 +55,9 @@ def _can_update(est) -> bool:
 class TreeClustering(ClusterMixin, BaseEstimator):
     """Base of the tree estimators: :meth:`fit`, :meth:`partial_fit` and :meth:`predict` (module docstring).
 
-    An estimator defines ``_method``, ``_check_params()``, ``_grow_rows(X, weights, spread, rows) -> Growth``
-    (points in memory: rows, or summary-mode microclusters with their per-dimension ``spread``; ``rows``, the
+    An estimator defines ``_method``, ``_check_params()``, ``_grow_rows(X, weights, spread, rows, sample) -> Growth``
+    (points in memory: rows, or summary-mode microclusters with their per-dimension ``spread`` and the summary's
+    ``sample`` of rows, on which ``n_clusters="auto"`` tests splits; ``rows``, the
     chunked rows for ``refine``) and ``_grow_node(root) -> Growth`` (exact mode: a ``ChunkedNode``), and may define
     ``_fitted_attributes(growth)`` (its own attributes of the grown tree) and ``_labeller()`` (how rows are routed:
     ``(function, args, labels_nonfinite)``, by default the tree's leaves)."""
@@ -77,7 +78,9 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def _check_params(self) -> None:
         raise NotImplementedError
 
-    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
+    def _grow_rows(
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+    ) -> Growth:
         raise NotImplementedError
 
     def _grow_node(self, root: ChunkedNode) -> Growth:
@@ -115,7 +118,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         check_scale_out_params(self)
         for name in _FORGOTTEN:
             self.__dict__.pop(name, None)
-        mode = fit_mode(self, X, sample_weight)
+        mode = self.fit_mode_ = fit_mode(self, X, sample_weight)
         if mode == "memory":
             return self._fit_in_memory(X, sample_weight)
         if sample_weight is not None:
@@ -173,7 +176,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         summary = done.summary
         summarised = time.perf_counter()
         rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
-        growth = self._grow_rows(summary.means, summary.weights, summary.spread, rows)
+        growth = self._grow_rows(summary.means, summary.weights, summary.spread, rows, summary.sample)
         merge_unreached_leaves(growth.tree, done.representatives)
         self._set_fitted(
             growth,

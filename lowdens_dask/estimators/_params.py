@@ -6,6 +6,7 @@ scikit-learn's ``_parameter_constraints``), their docstring (:data:`SCALE_OUT_DO
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 from collections.abc import Callable
@@ -30,21 +31,26 @@ def is_chunked_input(X) -> bool:
 def fit_mode(est, X, sample_weight=None) -> str:
     """How ``est`` fits ``X``: ``"memory"`` (rows in memory), ``"summary"`` or ``"exact"`` (chunked rows).
 
-    The one rule of ``mode="auto"``, for every estimator: chunked input (Dask arrays, zarr stores) in
-    ``_auto_chunked_mode`` ("summary"; MSC: "exact", by landmarks); in-memory input in summary mode above
-    ``_auto_summary_rows`` rows without ``sample_weight`` (2 million; SVM-relabel: 20,000; MSC: never), else in
-    memory. ``mode="exact"`` fits chunked input by passes over its chunks where the estimator can
-    (``_exact_on_chunks``; SVM-relabel cannot: summary mode), and in-memory input in memory. Each estimator's
-    exceptions are written in its docstring."""
+    The one rule of ``mode="auto"``, for every estimator: input of at most ``_auto_summary_rows`` rows (2
+    million; SVM-relabel: 20,000; MSC: no limit) is fitted on its rows, in memory, or in exact mode (passes over
+    the chunks) when it is chunked (Dask arrays, zarr stores) and the estimator can (``_exact_on_chunks``); larger
+    input, chunked input whose size is unknown, and chunked input of an estimator without exact mode is fitted
+    in ``_auto_chunked_mode`` (summary mode; MSC: exact mode, by landmarks), in-memory input with
+    ``sample_weight`` in memory. ``mode="exact"`` fits chunked input by passes over its chunks where the
+    estimator can (SVM-relabel cannot: summary mode), and in-memory input in memory. Each estimator's exceptions
+    are written in its docstring."""
     chunked = is_chunked_input(X)
     mode = est.mode
     if mode == "auto":
+        shape = getattr(X, "shape", None)
+        if isinstance(X, (str, os.PathLike)):  # a zarr store: its shape from its metadata
+            shape = as_dask_array(X, storage_options=est.storage_options).shape
+        limit = est._auto_summary_rows
+        known = shape is not None and len(shape) == 2 and math.isfinite(shape[0])
+        large = limit is not None and (not known or shape[0] > limit)
         if chunked:
-            mode = est._auto_chunked_mode
+            mode = "exact" if not large and est._exact_on_chunks else est._auto_chunked_mode
         else:
-            shape = getattr(X, "shape", None)
-            limit = est._auto_summary_rows
-            large = limit is not None and shape is not None and len(shape) == 2 and shape[0] > limit
             mode = "summary" if large and sample_weight is None else "exact"
     if mode == "exact" and chunked and not est._exact_on_chunks:
         mode = "summary"
@@ -54,10 +60,17 @@ def fit_mode(est, X, sample_weight=None) -> str:
 def auto_mode_rule(est) -> str:
     """The rule of ``mode="auto"`` for ``est``, in words (:func:`fit_mode`; ``lowdens params`` prints it)."""
     limit = est._auto_summary_rows
-    memory = "in memory" if limit is None else f"in memory up to {limit:,} rows (summary mode above, without sample_weight)"
-    chunked = "summary mode" if est._auto_chunked_mode == "summary" else "exact mode (passes over the chunks)"
-    exact = "" if est._exact_on_chunks else "; no exact mode on chunked input (mode='exact' fits it in summary mode)"
-    return f"arrays {memory}; Dask arrays and zarr stores in {chunked}{exact}"
+    memory = (
+        "in memory" if limit is None else f"in memory up to {limit:,} rows (summary mode above, without sample_weight)"
+    )
+    large = "summary mode" if est._auto_chunked_mode == "summary" else "exact mode (passes over the chunks)"
+    if not est._exact_on_chunks:
+        chunked = f"{large}; no exact mode on chunked input (mode='exact' fits it in summary mode)"
+    elif limit is None or est._auto_chunked_mode != "summary":
+        chunked = "exact mode (passes over the chunks)"
+    else:
+        chunked = f"exact mode (passes over the chunks) up to {limit:,} rows, summary mode above or when their size is unknown"
+    return f"arrays {memory}; Dask arrays and zarr stores in {chunked}"
 
 
 def _integer(value, low: int) -> bool:

@@ -22,7 +22,7 @@ from ..tree.hyperplanes import HyperplaneSplitter
 from ._fit import TreeClustering
 from ._params import DIVISIVE_DEFAULTS, MDH_INDEX_DEFAULTS, init_with, max_node_bytes, scale_out, with_scale_out_doc
 from ._validation import check_bandwidth, check_mdh_params, check_n_clusters_auto, single_threaded_blas
-from .hyperplane import FramedGrowth
+from .hyperplane import FramedGrowth, sample_in_frame
 from .progress import progress_bar
 
 
@@ -86,10 +86,10 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
     def _grow_update(self, summary: ClusterSummary, old_weights: np.ndarray) -> Growth:
         """Grow ``tree_`` on the merged summary by the rules of a fit (:meth:`_rules`)."""
         frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
-        points = InMemoryData(Z, summary.weights, spread)
+        points = InMemoryData(Z, summary.weights, spread, sample=sample_in_frame(summary.sample, frame))
         rules = self._rules()
         splitter = self._splitter(frame, rules.test, points, parallel=task_slots(), original=summary.means)
-        history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights)
+        history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights, summary.sample)
         with single_threaded_blas():
             return grow(self.tree_, points, splitter, rules, history=history)
 
@@ -216,6 +216,8 @@ class MDHClustering(_DivisiveClustering):
         ``n_clusters_`` keep describing the fit.
     n_clusters_ : int
         Number of leaves actually formed.
+    fit_mode_ : str
+        How the last :meth:`fit` ran: ``"memory"``, ``"exact"`` or ``"summary"`` (``mode``'s rule).
     n_microclusters_ : int
         Summary mode only: size of the summary (the number of rows, for small input fitted on its rows).
     timings_ : dict

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
-from ..backend.frame import exact_frame, rows_frame
+from ..backend.frame import Frame, exact_frame, rows_frame
 from ..backend.workers import task_slots
 from ..tree import ClusterTree, hyperplane_side
 from ..tree.grower import Growth, GrowthRules, grow
@@ -19,6 +19,13 @@ from ..tree.hyperplanes import HyperplaneSplitter, Refine
 from ._fit import TreeClustering
 from ._params import is_chunked_input, max_node_bytes
 from ._validation import single_threaded_blas
+
+
+def sample_in_frame(sample: np.ndarray | None, frame: Frame) -> InMemoryData | None:
+    """A summary's sample rows in the frame its microclusters are fitted in (None for no rows)."""
+    if sample is None or not len(sample):
+        return None
+    return InMemoryData(sample if frame.mean is None else (sample - frame.mean) / frame.scale)
 
 
 class FramedGrowth:
@@ -37,14 +44,17 @@ class FramedGrowth:
             spread = spread / np.mean(frame.scale[~constant] ** 2)
         return frame, Z, spread
 
-    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
+    def _grow_rows(
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+    ) -> Growth:
         """Grow on rows or summaries in memory. In summary mode (``spread`` given) the tree grows as parallel Dask
         tasks; with ``rows`` (a ChunkedNode of the rows, for ``refine``) every split is polished by exact passes over
-        its node's rows before it is made."""
+        its node's rows before it is made. ``sample``: the summary's sample of rows, on which splits are tested."""
         frame, Z, spread = self._in_frame(X, weights, spread)
         refine = None if rows is None else Refine(*exact_frame(rows, self.standardize), self.refine)
+        points = InMemoryData(Z, weights, spread, sample=sample_in_frame(sample, frame))
         with single_threaded_blas():
-            return self._grow(InMemoryData(Z, weights, spread), frame, task_slots() if spread is not None else 0, refine)
+            return self._grow(points, frame, task_slots() if spread is not None else 0, refine)
 
     def _grow_node(self, root) -> Growth:
         """Exact mode over chunked rows: nodes that fit ``max_node_bytes`` on one worker each, the others by

@@ -463,7 +463,7 @@ class _MSCBase(TreeClustering):
         target, test = growth_target(self)
         return (np.inf if target is None else target), test
 
-    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread=None, rows=None) -> Growth:
+    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread=None, rows=None, sample=None) -> Growth:
         """Grow on rows in memory: duplicates merged into weights (the paper needs distinct rows, §3.6)."""
         positive = weights > 0
         U, inverse = np.unique(X[positive], axis=0, return_inverse=True)

@@ -276,7 +276,9 @@ class _SpectralClustering(_DivisiveClustering):
         with single_threaded_blas():
             return grow(tree, data, splitter, rules)
 
-    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
+    def _grow_rows(
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+    ) -> Growth:
         # the frame exact mode fits in: standardised if asked, columns constant up to rounding set aside either way
         frame, constant = rows_frame(X, weights, self.standardize)
         Z = X if frame.mean is None else (X - frame.mean) / frame.scale

@@ -299,7 +299,9 @@ class SVMRelabelClustering(TreeClustering):
         target, test = growth_target(self)
         return (np.inf if target is None else target), test
 
-    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None) -> Growth:
+    def _grow_rows(
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+    ) -> Growth:
         """Grow the tree on points in memory (rows, or summaries weighted by their row counts with their
         per-dimension ``spread``)."""
         mean, scale, Z = None, None, X

@@ -131,7 +131,8 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
     chunks with no more rows iterate on all of them from k distinct random rows. Every row is then assigned
     once to its nearest centre, and the microclusters are those cells: a chunk of n rows costs one n x k
     product, whatever the iterations. Distances are computed by BLAS in the chunk's own precision
-    (float32 stays float32); sums and means accumulate in float64.
+    (float32 stays float32) on the rows less their mean (a common offset, 1e9 say, would otherwise cancel the
+    distances' digits); sums and means accumulate in float64.
     """
     n = x.shape[0]
     k = int(min(k, n))
@@ -140,7 +141,9 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
         return (*empty, x[:0]) if representatives else empty
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
-    x = np.ascontiguousarray(x)
+    rows = x
+    shift = x.mean(axis=0, dtype=np.float64)
+    x = np.ascontiguousarray(x - shift.astype(x.dtype))
     rng = np.random.default_rng(seed)
     m = SAMPLE_ROWS_PER_CENTRE * k
     if n <= m:
@@ -162,7 +165,8 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
     counts, sums, sq = counts[keep], sums[keep], sq[keep]
     means = sums / counts[:, None]
     spread = np.maximum(sq / counts - (means * means).sum(axis=1), 0.0)
-    return (counts, means, spread, x[idx]) if representatives else (counts, means, spread)
+    means += shift
+    return (counts, means, spread, rows[idx]) if representatives else (counts, means, spread)
 
 
 #: Lloyd iterations of :func:`merge_microclusters` after its seeding.

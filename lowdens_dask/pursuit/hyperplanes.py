@@ -50,6 +50,7 @@ class Hyperplane(NamedTuple):
     params: dict  #: resolved parameters (bandwidth, alpha reached, ...), JSON-serialisable
     n_evaluations: int = 0  #: objective evaluations spent
     starts: tuple = ()  #: the unit normal each start reached (the best one is ``v``)
+    per_start: tuple = ()  #: every start's hyperplane, in start order (the best one is among them)
 
     @property
     def fval(self) -> float:
@@ -261,7 +262,9 @@ def pursue(
         v, b = _canonical(u, split.b + float(objective.mean @ u))
         hyperplanes.append(Hyperplane(v, b, valid, stats, {**index.record, **index.stage_record(stage)}))
     best = best_of_starts(hyperplanes, index)
-    return best._replace(n_evaluations=objective.n_evaluations, starts=tuple(hp.v for hp in hyperplanes))
+    return best._replace(
+        n_evaluations=objective.n_evaluations, starts=tuple(hp.v for hp in hyperplanes), per_start=tuple(hyperplanes)
+    )
 
 
 def best_of_starts(hyperplanes: Sequence[Hyperplane], index: ProjectionIndex | type[ProjectionIndex]) -> Hyperplane:

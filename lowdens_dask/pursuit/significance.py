@@ -25,6 +25,8 @@ leaves of a few dozen microclusters gave p of 0.002 to 0.008 for splits that pee
 
 from __future__ import annotations
 
+from functools import cache
+from importlib.resources import files
 from typing import NamedTuple
 
 import numpy as np
@@ -117,6 +119,137 @@ def mean_difference_test(X: np.ndarray, weights: np.ndarray, side: np.ndarray, t
 def with_test(hp: Hyperplane, test_rows) -> Hyperplane:
     """``hp`` (found on the other half) with the dip test of ``test_rows`` along it in ``stats``."""
     return hp._replace(stats={**hp.stats, **held_out_test(test_rows, hp.v)})
+
+
+#: The shipped null distributions of the pursued split's dip (:func:`pursued_pvalue`), rebuilt by
+#: ``benchmarks/pursuit_null.py``.
+PURSUIT_NULL = "pursuit_null.npz"
+
+#: The one-cluster shapes the pursued null is simulated from; a p-value is the largest of theirs.
+NULL_SHAPES = ("gaussian", "uniform")
+
+
+def participation_ratio(data) -> float:
+    """``(sum λ)² / sum λ²`` over the eigenvalues λ of the rows' weighted covariance (microclusters' spread
+    included): the node's effective dimension, ``d`` for an isotropic cloud in ``d`` dimensions and near 1 when
+    one direction holds the variance. The pursued null is indexed by it (:func:`pursued_pvalue`)."""
+    w = data.weights
+    xc = (data.X - data.mean()) * np.sqrt(w / w.sum())[:, None]
+    gram = xc.T @ xc if xc.shape[0] >= xc.shape[1] else xc @ xc.T  # same trace and Frobenius norm
+    if data.spread is not None:  # each microcluster's spread adds spread/d to every variance
+        extra = float(w @ data.spread) / w.sum()
+        total, square = np.trace(gram) + extra * data.n_features, (gram * gram).sum() + 2 * extra * np.trace(gram)
+        square += extra**2 * data.n_features
+    else:
+        total, square = np.trace(gram), (gram * gram).sum()
+    return float(total**2 / square) if square > 0 else 1.0
+
+
+@cache
+def _pursued_null(method: str) -> dict | None:
+    with np.load(files(__package__) / PURSUIT_NULL) as table:
+        prefix = f"{method}/"
+        found = {key[len(prefix) :]: table[key] for key in table.files if key.startswith(prefix)}
+        return {**found, "probabilities": table["probabilities"]} if found else None
+
+
+def has_pursued_null(method: str) -> bool:
+    """Whether the package ships the pursued null of the index ``method``."""
+    return _pursued_null(method) is not None
+
+
+def _cell(table: dict, shape: str, n: float, d_eff: float) -> tuple[float, float, float]:
+    """(share of null draws with a valid split, median and scale of their statistic) at ``n`` rows and effective
+    dimension ``d_eff``: interpolated in log n between the tabulated sizes (the nearest size outside them) and in
+    the draws' own effective dimension within a size, extrapolated linearly in log d_eff above the largest."""
+    sizes = table["n"]
+    k = int(np.clip(np.searchsorted(sizes, n), 1, len(sizes) - 1))
+    t = float(np.clip((np.log(n) - np.log(sizes[k - 1])) / (np.log(sizes[k]) - np.log(sizes[k - 1])), 0.0, 1.0))
+    rows = []
+    for i in (k - 1, k):
+        pr = np.log(table[f"{shape}.d_eff"][i])
+        x = np.log(max(d_eff, 1.0))
+        row = []
+        for name in ("valid", "median", "scale"):
+            y = table[f"{shape}.{name}"][i]
+            value = np.interp(x, pr, y)
+            if x > pr[-1] and name != "valid":
+                value = y[-1] + max((y[-1] - y[-2]) / (pr[-1] - pr[-2]), 0.0) * (x - pr[-1])
+            row.append(float(value))
+        rows.append(row)
+    return tuple((1 - t) * a + t * b for a, b in zip(*rows))
+
+
+def pursued_pvalue(method: str, statistic: float, n: float, d_eff: float) -> float:
+    """P(T >= ``statistic``) for one-cluster samples of ``n`` rows and effective dimension ``d_eff``
+    (:func:`participation_ratio`), where T is ``sqrt(n)`` times the largest dip among the projections on the
+    directions of the valid splits the pursuit of ``method`` finds from its starts, 0 when none is valid.
+
+    The null is simulated (``benchmarks/pursuit_null.py``) from isotropic Gaussian and uniform-cube samples
+    (the dip's least favourable unimodal shape) at a grid of sizes and dimensions, each pursued with the index's
+    defaults and all its starts, as on the data; the larger of the two shapes' p-values is returned. Per
+    cell the table keeps the share of valid splits and the median and scale of their statistic; the tail
+    shape, standardised, is pooled over the cells of the index and shape (SigClust's idea, Liu et al., JASA
+    103(483), 2008, tabulated instead of simulated per node, as the dip's own null is)."""
+    table = _pursued_null(method)
+    if table is None:
+        raise ValueError(f"No pursued null is shipped for the index {method!r}.")
+    if not statistic > 0:
+        return 1.0
+    probabilities = table["probabilities"]
+    p = 0.0
+    for shape in NULL_SHAPES:
+        valid, median, scale = _cell(table, shape, n, d_eff)
+        z = (statistic - median) / max(scale, 1e-12)
+        tail = 1.0 - np.interp(z, table[f"{shape}.z"], probabilities, left=0.0, right=probabilities[-1])
+        p = max(p, valid * tail)
+    return float(p)
+
+
+#: A column is recorded on a grid when its distinct values are at most ``GRID_MAX_SHARE`` of its rows, every gap
+#: between them is a whole number of grid steps (to ``GRID_TOLERANCE``, relative) and the step is at most
+#: ``GRID_MAX_STEP`` standard deviation of the column (a column of a few far-apart values is categorical, not a
+#: measurement rounded to a grid).
+GRID_MAX_SHARE, GRID_TOLERANCE, GRID_MAX_STEP = 0.5, 1e-6, 1.0
+
+
+def grid_steps(X: np.ndarray) -> np.ndarray:
+    """Each column's grid step when its values are recorded on a grid (integers, fixed decimals: see
+    :data:`GRID_MAX_SHARE`), else 0."""
+    steps = np.zeros(X.shape[1])
+    for j in range(X.shape[1]):
+        values = np.unique(X[:, j])
+        if len(values) < 2 or len(values) > GRID_MAX_SHARE * len(X):
+            continue
+        gaps = np.diff(values)
+        step = gaps.min()
+        units = gaps / step
+        on_grid = np.all(np.abs(units - np.round(units)) <= GRID_TOLERANCE * units.max())
+        if on_grid and step <= GRID_MAX_STEP * X[:, j].std():
+            steps[j] = step
+    return steps
+
+
+def dequantized(rows, seed: int):
+    """Rows recorded on a grid as the histogram density they stand for: each gridded column (:func:`grid_steps`)
+    plus uniform noise of one grid step, drawn from ``seed``. The test's null is continuous; a grid's lattice of
+    tied rows would read as departures from unimodality along most directions (the multivariate counterpart of
+    :func:`~lowdens_dask.kernels.dip.spread_ties`, which handles ties that remain after projection).
+    ``rows`` unchanged when no column is gridded."""
+    steps = grid_steps(rows.X)
+    if not steps.any():
+        return rows
+    noise = np.random.default_rng(seed).uniform(-0.5, 0.5, rows.X.shape) * steps
+    return type(rows)(rows.X + noise, rows.weights)
+
+
+def pursued_test(method: str, data, v: np.ndarray, d_eff: float) -> dict:
+    """The test of a split along ``v`` found by the pursuit of ``method`` on the same rows ``data`` (all of the
+    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test`` and ``d_eff``, what a node records."""
+    n = data.n_samples
+    stats = unimodality_test(held_out_sample(data, v), n)
+    p = pursued_pvalue(method, stats["dip"] * np.sqrt(n), n, d_eff)
+    return {**stats, "p_value": p, "d_eff": float(d_eff)}
 
 
 def is_significant(stats: dict, test: SplitTest | None) -> bool:

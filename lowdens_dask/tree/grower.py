@@ -70,11 +70,13 @@ class GrowthRules(NamedTuple):
 
 class History(NamedTuple):
     """What an update knows of the points it grows on: their original coordinates and per-dimension spread (the
-    tree's coordinates), and each point's weight before the update (0 for new points)."""
+    tree's coordinates), each point's weight before the update (0 for new points), and the original coordinates
+    of the summary's sample rows (the data's ``sample``, by its ``index``; None without a sample)."""
 
     original: np.ndarray
     spread: np.ndarray
     old_weights: np.ndarray
+    sample: np.ndarray | None = None
 
 
 class Growth(NamedTuple):
@@ -259,8 +261,12 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
         leaves[node.id] = data
         return
     report.append(record)
-    for child, side in zip(node.children, (~current, current)):
-        _revise(tree, tree.nodes[child], data.take(side), splitter, rules, history, leaves, report)
+    parts = data.take(~current), data.take(current)
+    if data.sample is not None:  # the sample rows go where the rule sends them
+        on_side = node.rule.side(history.sample[data.sample.index])
+        parts[0].sample, parts[1].sample = data.sample.take(~on_side), data.sample.take(on_side)
+    for child, part in zip(node.children, parts):
+        _revise(tree, tree.nodes[child], part, splitter, rules, history, leaves, report)
 
 
 def _resize(tree: ClusterTree, node: Node, X: np.ndarray, w: np.ndarray) -> None:

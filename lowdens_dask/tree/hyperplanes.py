@@ -31,11 +31,22 @@ import dask
 import numpy as np
 from dask.base import tokenize
 
+from ..backend import InMemoryData
 from ..backend.frame import Frame
 from ..backend.workers import large_allocations_from_the_heap
 from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
-from ..pursuit.significance import SplitTest, halves, held_out_test, is_significant, with_test
+from ..pursuit.significance import (
+    SplitTest,
+    dequantized,
+    halves,
+    has_pursued_null,
+    held_out_test,
+    is_significant,
+    participation_ratio,
+    pursued_test,
+    with_test,
+)
 from .cluster_tree import Node
 from .rules import HyperplaneRule
 from .splitter import Candidate, Cut, SplitterBase
@@ -86,7 +97,9 @@ class HyperplaneSplitter(SplitterBase):
     def begin(self, root) -> None:
         self.root = root
         chunked = root.chunked
-        self.token = tokenize(root.token, self.method, self.params, self.min_size)[:8] if self.parallel or chunked else None
+        self.token = (
+            tokenize(root.token, self.method, self.params, self.min_size)[:8] if self.parallel or chunked else None
+        )
         self.row_leaves = {} if self.refine is None else {0: self.refine.rows}
         self.room_for_both = self.parallel >= 2 * _n_starts(self.method, self.params, root.n_features)
 
@@ -101,7 +114,9 @@ class HyperplaneSplitter(SplitterBase):
         if hp is None:
             return None
         original = _to_original(hp, self.frame)
-        return Candidate(HyperplaneRule(original.v, original.b), hp.params, hp.stats, bool(hp.valid), hp, hp.n_evaluations)
+        return Candidate(
+            HyperplaneRule(original.v, original.b), hp.params, hp.stats, bool(hp.valid), hp, hp.n_evaluations
+        )
 
     def original(self, candidate: Candidate) -> Hyperplane:
         """The candidate's hyperplane in the original coordinates."""
@@ -138,6 +153,10 @@ class HyperplaneSplitter(SplitterBase):
 
     def held_out(self, node: int, data, rule) -> dict:
         v, _ = self.frame.from_original(rule.v, rule.b)
+        rows = None if data.chunked or not has_pursued_null(self.method) else test_rows(data, 0)
+        if rows is not None:
+            rows = dequantized(rows, 0 if self.test is None else self.test.seed)
+            return pursued_test(self.method, rows, v, participation_ratio(rows))
         return held_out_test(halves(data, 0 if self.test is None else self.test.seed, node)[1], v)
 
     # ------------------------------------------------------------------ making
@@ -246,7 +265,9 @@ def _split_in_tasks(method, params, min_size, nodes: dict, token, test) -> dict:
     lost with the worker that held it).
     """
     leaves = nodes
-    starts = range(_n_starts(method, params, next(iter(nodes.values())).n_features)) if params.get("v0") is None else [None]
+    starts = (
+        range(_n_starts(method, params, next(iter(nodes.values())).n_features)) if params.get("v0") is None else [None]
+    )
     data = {
         c: leaves[c].gathered()
         if leaves[c].chunked
@@ -278,33 +299,45 @@ def _best_split(method, data, params, min_size, start, test=None, node=0) -> Hyp
 
 def _split_from_start(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
     """The node's split from one restart (all restarts if ``start`` is None), or None if the node is too
-    small to split. With ``test``, found on a random half of the rows and tested on the other (on chunked rows,
-    the split is found on every row and the test made on the node's summary, split in halves the same way).
-    A plain function: it runs on workers."""
+    small to split. With ``test``, every start's split is tested on the node's rows (:func:`test_rows`) against
+    the pursued null (:func:`~lowdens_dask.pursuit.significance.pursued_test`); without rows to test on (a
+    summary of an older version) or a pursued null for the index, found on a random half of the points and
+    tested on the other half. A plain function: it runs on workers."""
     if data.n_samples < 2 or data.total_weight < 2 * min_size:
         return None
     if not data.chunked:  # on a Dask worker, arrays of n floats are allocated at every evaluation
         large_allocations_from_the_heap()
     if test is None:
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
-    if data.chunked:
+    rows = test_rows(data, test.seed) if has_pursued_null(method) else None
+    if rows is not None:
+        rows = dequantized(rows, test.seed)
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
-        summary = data.summarise(SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK, test.seed).data()
-        held_out = _split_from_start(method, summary, params, min_size, start, test, node)
-        return hp if held_out is None else hp._replace(stats={**hp.stats, **_test_stats(held_out)})
-    fit_rows, test_rows = halves(data, test.seed, node)
-    if fit_rows.n_samples < 2 or test_rows.n_samples < 2:
+        d_eff = participation_ratio(rows)
+        tested = [
+            s._replace(stats={**s.stats, **pursued_test(method, rows, s.v, d_eff)}) for s in hp.per_start or (hp,)
+        ]
+        return hp._replace(per_start=tuple(tested))
+    fit_rows, held = halves(data, test.seed, node)
+    if fit_rows.n_samples < 2 or held.n_samples < 2:
         return None
     hp = find_hyperplane(method, fit_rows, min_size=min_size / 2, start=start, **params)
-    return with_test(hp, test_rows)
+    return with_test(hp._replace(per_start=()), held)
 
 
-#: Exact mode on chunked rows with ``n_clusters="auto"``: the summary a node's test is made on.
+def test_rows(data, seed: int):
+    """The rows a node's split is tested on: its own rows in memory; the summary's sample rows that reach it
+    (summary mode, ``ClusterSummary.sample``); a random sample of its chunked rows (exact mode, one pass); None
+    for a summary without a sample."""
+    if data.chunked:
+        return InMemoryData(data.summarise(SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK, seed).sample)
+    if data.spread is None and data.sample is None:
+        return data
+    return data.sample
+
+
+#: Exact mode on chunked rows with ``n_clusters="auto"``: the pass that samples a node's rows.
 SUMMARY_ROWS_PER_MICROCLUSTER, SUMMARY_MAX_PER_CHUNK = 20, 64
-
-
-def _test_stats(hp: Hyperplane) -> dict:
-    return {key: hp.stats[key] for key in ("dip", "p_value", "n_test")}
 
 
 _split_task = dask.delayed(_split_from_start, pure=True)
@@ -316,11 +349,16 @@ def _combine(found: list[Hyperplane | None], method: str, test: SplitTest | None
     found = [hp for hp in found if hp is not None]
     if not found:
         return None
-    best = best_of_starts(found, get_index(method))
-    if test is not None:
-        best = best._replace(valid=best.valid and is_significant(best.stats, test))
+    index = get_index(method)
+    per_start = tuple(s for hp in found for s in hp.per_start or (hp,))
+    best = best_of_starts(per_start, index)
+    if test is not None:  # the best start whose split is significant, else the best one, not valid
+        significant = [s for s in per_start if s.valid and is_significant(s.stats, test)]
+        best = best_of_starts(significant, index) if significant else best._replace(valid=False)
     return best._replace(
-        n_evaluations=sum(hp.n_evaluations for hp in found), starts=tuple(v for hp in found for v in hp.starts)
+        n_evaluations=sum(hp.n_evaluations for hp in found),
+        starts=tuple(v for hp in found for v in hp.starts),
+        per_start=per_start,
     )
 
 

@@ -22,7 +22,15 @@ import numpy as np
 
 from ..backend import InMemoryData
 from ..backend.frame import Frame
-from ..pursuit.significance import SplitTest, halves, held_out_test, is_significant
+from ..pursuit.significance import (
+    SplitTest,
+    halves,
+    has_pursued_null,
+    held_out_test,
+    is_significant,
+    participation_ratio,
+    pursued_test,
+)
 from ..pursuit.spectral import SpectralSplit, spectral_split
 from .cluster_tree import Node
 from .rules import HyperplaneRule, NearestCentreRule, SplitRule
@@ -84,10 +92,13 @@ class SpectralSplitter(SplitterBase):
         self.rows_per_microcluster, self.max_per_chunk = rows_per_microcluster, max_per_chunk
 
     def _points(self, data, seed: int):
+        """``(points, weights, spread, rows to test a split on or None)``: on chunked rows, microclusters of the
+        node's rows and a sample of them; in memory, the rows themselves (summaries: no rows)."""
         if data.chunked:
-            points = data.summarise(self.rows_per_microcluster, self.max_per_chunk, seed).data()
-            return points.X, points.weights, points.within_variance
-        return data.X, data.weights, self.spread
+            summary = data.summarise(self.rows_per_microcluster, self.max_per_chunk, seed)
+            points = summary.data()
+            return points.X, points.weights, points.within_variance, InMemoryData(summary.sample)
+        return data.X, data.weights, self.spread, InMemoryData(data.X, data.weights) if self.spread == 0 else None
 
     def _in_frame(self, V: np.ndarray) -> np.ndarray:
         """Directions of the original coordinates as directions of the frame (unit columns)."""
@@ -98,7 +109,7 @@ class SpectralSplitter(SplitterBase):
 
     def find(self, node: int, data, start: Node | None = None) -> Candidate | None:
         seed = int(self.rng.integers(2**31 - 1))
-        X, weights, spread = self._points(data, seed)
+        X, weights, spread, rows = self._points(data, seed)
         positive = X[weights > 0]
         if len(positive) < 2 or np.ptp(positive, axis=0).max() == 0:
             return None
@@ -107,8 +118,10 @@ class SpectralSplitter(SplitterBase):
             V = start.rule.V if isinstance(start.rule, NearestCentreRule) else start.rule.v[:, None]
             v0 = self._in_frame(V) if V.shape[1] == self.params.get("n_components", 2) else None
         test = {}
-        if self.test is None:
+        if self.test is None or rows is not None and has_pursued_null(self.method):
             split = spectral_split(X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params)
+            if self.test is not None:  # tested on all of the node's rows against the pursued null
+                test = pursued_test(self.method, rows, _test_direction(split), participation_ratio(rows))
         else:
             points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
             fit, held = halves(points, self.test.seed, node)
@@ -144,8 +157,12 @@ class SpectralSplitter(SplitterBase):
             u = rule.v
         else:  # from side 0's projected centres to side 1's
             u = rule.V @ (rule.centres[rule.sides].mean(axis=0) - rule.centres[~rule.sides].mean(axis=0))
+        u = self._in_frame(u[:, None])[:, 0]
+        if not data.chunked and self.spread == 0 and has_pursued_null(self.method):
+            rows = InMemoryData(data.X, data.weights)
+            return pursued_test(self.method, rows, u, participation_ratio(rows))
         seed = 0 if self.test is None else self.test.seed
-        return held_out_test(halves(data, seed, node)[1], self._in_frame(u[:, None])[:, 0])
+        return held_out_test(halves(data, seed, node)[1], u)
 
 
 def least_connected(node: Node, data, found) -> float:
