@@ -67,8 +67,9 @@ _STAT_NAMES = {
     "fval": "fval",
     "relative_depth": "rel. depth",
     "gap": "gap",
-    "p_value": "held-out dip test p",
+    "p_value": "dip test p",
     "n_test": "test rows",
+    "d_eff": "eff. dim.",
 }
 
 

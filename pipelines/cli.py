@@ -484,6 +484,9 @@ def _fit(args) -> int:
     metrics = run.attrs["metrics"]
     print(f"{run_id}\t{metrics['n_leaves']} clusters\t{run.url}")
     _print_scores(metrics)
+    if metrics.get("fit_mode") == "summary" and run.parent is None:
+        tested = f"; the root's split tested on {metrics['test_rows']:,} sampled rows" if "test_rows" in metrics else ""
+        _say(f"summary mode: {metrics.get('n_microclusters_', 0):,} microclusters{tested}")
     if run.parent is not None:
         report = metrics["update"]
         _say(
@@ -512,10 +515,9 @@ def _demo(args) -> int:
     n_classes = len(np.unique(y))
     print(f"data: {data} ({X.shape[0]} rows, {X.shape[1]} features, {n_classes} classes; labels {labels})")
     where = "on the Prefect server at " + _prefect_api_url() if _prefect_api_url() else "in this process"
-    # --n-clusters auto (the default); exact mode, as the rows fit in memory: summary mode's test of a split sees only
-    # its microclusters (a few hundred here), too few to find pendigits' clusters significant
-    print(f"running the recluster job ({where}) with --n-clusters auto --param mode=exact ...")
-    fit_args = _parser().parse_args(["fit", str(data), "--param", "mode=exact"])
+    # --n-clusters auto and mode=auto (the defaults): exact mode, as the rows fit in memory
+    print(f"running the recluster job ({where}) with --n-clusters auto ...")
+    fit_args = _parser().parse_args(["fit", str(data)])
     fit_args.verbose = args.verbose
     run_id = _Request(fit_args, str(data), true_labels=str(labels)).run(args.store, None)
     run = RunsStore(args.store).get(run_id)

@@ -35,7 +35,9 @@ def mixture(tmp_path_factory):
 def fitted(mixture, tmp_path_factory):
     path, _ = mixture
     labels_store = str(tmp_path_factory.mktemp("labels") / "labels.zarr")
-    model = MDHClustering(n_clusters=16, random_state=0, nonfinite="skip", labels_store=labels_store).fit(path)
+    model = MDHClustering(
+        n_clusters=16, random_state=0, nonfinite="skip", labels_store=labels_store, mode="summary"
+    ).fit(path)
     return model, labels_store
 
 

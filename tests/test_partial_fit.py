@@ -304,7 +304,7 @@ def test_a_re_pursued_split_keeps_its_sides():
         def find(self, node, points, start=None):
             return Candidate(HyperplaneRule([-1.0, 0.0], -5.0), {}, {}, True) if start is not None else None
 
-        def held_out(self, node, points, rule):
+        def rule_test(self, node, points, rule):
             return {"dip": 0.2, "p_value": 0.0, "n_test": 500.0}
 
     weights = np.ones(len(X))
@@ -326,7 +326,9 @@ def test_a_split_in_one_of_several_gaps_is_kept(cls):
         return centres[rng.integers(0, 6, n)] + rng.normal(size=(n, 16))
 
     probe = batch(99, 6000)
-    est = cls(n_clusters="auto", random_state=0)
+    # at level 0.01 the first fit of this draw also splits one Gaussian (IPDDP: p = 0.008, a one-in-125 event
+    # under the null), which the next update merges back as it should; this test is about the real gaps
+    est = cls(n_clusters="auto", random_state=0, significance_level=0.001)
     est.partial_fit(batch(1))
     before = est.predict(probe)
     for number in (2, 3):

@@ -40,8 +40,8 @@ def test_pursued_pvalue_is_a_tail_probability(method):
         p = np.array([pursued_pvalue(method, t, n, d_eff) for t in stats])
         assert p[0] == 1.0 and np.all((p >= 0) & (p <= 1)) and np.all(np.diff(p) <= 1e-12)
         assert p[-1] < 0.01 or d_eff > 64  # beyond the table's dimensions the null is extrapolated upwards
-    # more dimensions to choose a direction from: a larger null
-    assert pursued_pvalue(method, 0.7, 1000, 20.0) >= pursued_pvalue(method, 0.7, 1000, 2.0)
+    if method in ("mdh", "ncut", "mc"):  # a pursuit has more directions to choose from: a larger null
+        assert pursued_pvalue(method, 0.7, 1000, 20.0) >= pursued_pvalue(method, 0.7, 1000, 2.0)
     with pytest.raises(ValueError, match="No pursued null"):
         pursued_pvalue("no-such-index", 1.0, 100, 2.0)
 

@@ -44,7 +44,7 @@ def store(tmp_path_factory):
 def test_fit_from_zarr_path_writes_chunk_aligned_labels(client, store, tmp_path):
     path, X, y = store
     labels_path = tmp_path / "labels.zarr"
-    model = MDHClustering(n_clusters=4, random_state=0, labels_store=str(labels_path)).fit(f"{path}/X")
+    model = MDHClustering(n_clusters=4, random_state=0, labels_store=str(labels_path), mode="summary").fit(f"{path}/X")
     written = zarr.open_array(str(labels_path), mode="r")
     assert written.shape == (len(X),) and written.chunks == (3000,)
     labels = np.asarray(written[:])
@@ -228,7 +228,7 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
         Client(cluster) as client,
     ):
         workers = set(client.scheduler_info()["workers"])
-        model = MDHClustering(n_clusters=k, random_state=0, labels_store=str(tmp_path / "labels.zarr"))
+        model = MDHClustering(n_clusters=k, random_state=0, labels_store=str(tmp_path / "labels.zarr"), mode="summary")
         model.fit(str(tmp_path / "big.zarr"))
         worker_peaks = client.run(peak_rss_bytes)  # a library function: workers need not import this module
     done.set()
@@ -249,11 +249,11 @@ def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store, monkeypatc
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with Client(cluster.scheduler_address) as c:
             with get_task_stream(c) as ts:  # a small summary: its tree grows in this process
-                MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
+                MDHClustering(n_clusters=4, random_state=0, mode="summary").fit(f"{path}/X")
             assert not any(str(t["key"]).startswith("lowdens-split-node-") for t in ts.data)
             monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)
             with get_task_stream(c) as ts:
-                model = MDHClustering(n_clusters=4, random_state=0).fit(f"{path}/X")
+                model = MDHClustering(n_clusters=4, random_state=0, mode="summary").fit(f"{path}/X")
                 labels = model.labels_.compute()
     names = {str(t["key"]) for t in ts.data}
     assert any(name.startswith("lowdens-split-node-") for name in names)
@@ -314,11 +314,11 @@ def test_standardize_and_baselines_in_summary_mode():
     X = X * np.array([100, 1, 0.01, 5, 1, 20], dtype=np.float32)
     dX = da.from_array(X, chunks=(3000, 6))
     with dask.config.set(scheduler="threads"):
-        model = MDHClustering(n_clusters=4, standardize=True, random_state=0).fit(dX)
+        model = MDHClustering(n_clusters=4, standardize=True, random_state=0, mode="summary").fit(dX)
         labels = model.labels_.compute()
         assert adjusted_rand_score(y, labels) > 0.95
         np.testing.assert_array_equal(model.tree_.predict(X.astype(np.float64)), labels)
-        for est in (PDDP(n_clusters=4, random_state=0), DePDDP(n_clusters=4, random_state=0)):
+        for est in (PDDP(n_clusters=4, random_state=0, mode="summary"), DePDDP(n_clusters=4, random_state=0, mode="summary")):
             lab = est.fit(dX).labels_.compute()
             assert est.n_microclusters_ <= 12_000 / 20 and len(np.unique(lab)) == est.n_clusters_
 

@@ -166,7 +166,7 @@ def test_lmsc_hyperplane_lies_in_the_widest_gap():
 def test_summary_mode_on_a_dask_array():
     X, y = blobs(n_per=2000, seed=2)
     arr = da.from_array(X, chunks=(1500, 3))
-    model = SCPPClustering(3, random_state=0).fit(arr)
+    model = SCPPClustering(3, random_state=0, mode="summary").fit(arr)
     assert model.n_microclusters_ < len(X) / 10
     labels = model.labels_.compute()
     assert adjusted_rand_score(y, labels) > 0.99

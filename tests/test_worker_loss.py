@@ -98,7 +98,7 @@ def store(tmp_path_factory):
 def fit_summary(store, labels_path):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)  # every split in tasks on the cluster, as for large summaries
-        model = MDHClustering(n_clusters=8, random_state=0, labels_store=str(labels_path)).fit(store)
+        model = MDHClustering(n_clusters=8, random_state=0, labels_store=str(labels_path), mode="summary").fit(store)
     return np.asarray(model.labels_)
 
 

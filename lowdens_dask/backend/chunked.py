@@ -18,7 +18,7 @@ import numpy as np
 from scipy.linalg import eigh
 
 from ..kernels.summaries import microclusters
-from .cluster_summary import ClusterSummary, bottom_rows, sample_keys
+from .cluster_summary import ClusterSummary, bottom_rows, key_threshold, sample_keys, sample_size
 from .label_pass import label_rows
 from .memory import InMemoryData
 from .passes import PassCounter, delayed_task, map_reduce
@@ -80,12 +80,14 @@ def _chunk_stats(x: np.ndarray, path: tuple):
     return np.float64(rows.shape[0]), rows.sum(axis=0), int(x.shape[0] - np.isfinite(x).all(axis=1).sum())
 
 
-def _chunk_node_microclusters(x: np.ndarray, path: tuple, rows_per_microcluster: float, max_per_chunk: int, seed):
+def _chunk_node_microclusters(
+    x: np.ndarray, path: tuple, rows_per_microcluster: float, max_per_chunk: int, sample: tuple, seed
+):
     rows, _ = _node_rows(x, path)
     k = min(int(np.ceil(rows.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread = microclusters(rows, k, seed)
-    sample, keys = bottom_rows(rows, sample_keys(rows.shape[0], np.random.default_rng([seed, 1])))
-    return counts, means, spread, sample, keys, rows.shape[0], 0
+    kept, keys = bottom_rows(rows, sample_keys(rows.shape[0], np.random.default_rng([seed, 1])), *sample)
+    return counts, means, spread, kept, keys, rows.shape[0], 0
 
 
 def _chunk_weight_below(x: np.ndarray, path: tuple, v: np.ndarray, b: float) -> float:
@@ -328,12 +330,14 @@ class ChunkedNode:
         self.counter.add()
         name = f"lowdens-node-summarise-{dask.base.tokenize(self.token, rows_per_microcluster, seed)[:12]}"
         (path,) = _as_literals(self.path)
+        size = sample_size(self.n_features)
+        sample = (size, key_threshold(self.n_samples, size))
         chunks = [
-            (_chunk_node_microclusters, b, path, (rows_per_microcluster, max_per_chunk, int(s)))
+            (_chunk_node_microclusters, b, path, (rows_per_microcluster, max_per_chunk, sample, int(s)))
             for b, s in zip(self.blocks, seeds)
         ]
         counts, means, spread, sample, keys, _, _ = map_reduce(name, _apply_to_block, chunks, concat_summaries)
-        sample, keys = bottom_rows(sample, keys)
+        sample, keys = bottom_rows(sample, keys, size)
         n_rows = round(float(counts.sum()))
         return ClusterSummary(means, counts, spread / self.n_features, n_rows, 0, sample, keys)
 

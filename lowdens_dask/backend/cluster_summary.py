@@ -17,8 +17,13 @@ from .memory import InMemoryData
 MIN_DECAYED_WEIGHT = 0.05
 
 #: The summary keeps a random sample of at most this many of the rows it summarises (:class:`ClusterSummary`),
-#: on which ``n_clusters="auto"`` tests each split.
-SAMPLE_ROWS = 100_000
+#: on which ``n_clusters="auto"`` tests each split, and of at most ``SAMPLE_BYTES`` as float64.
+SAMPLE_ROWS, SAMPLE_BYTES = 100_000, 16 * 2**20
+
+
+def sample_size(n_features: int) -> int:
+    """The number of rows the summary's sample keeps (:data:`SAMPLE_ROWS`, :data:`SAMPLE_BYTES`; at least 1,000)."""
+    return int(min(SAMPLE_ROWS, max(1_000, SAMPLE_BYTES // (8 * max(n_features, 1)))))
 
 
 def sample_keys(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -26,8 +31,20 @@ def sample_keys(n: int, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_exponential(n)
 
 
-def bottom_rows(rows: np.ndarray, keys: np.ndarray, size: int = SAMPLE_ROWS) -> tuple[np.ndarray, np.ndarray]:
-    """The ``size`` rows of smallest key (all of them when fewer), in key order."""
+def key_threshold(n_rows: float, size: int) -> float:
+    """A key below which a part of ``n_rows`` rows keeps its rows for a sample of ``size``: about ``size`` plus six
+    standard deviations of them fall below it, so the union of the parts' rows below it holds the ``size``
+    smallest keys of all (but with probability below 1e-9), and no part holds much more than its share."""
+    share = (size + 6.0 * np.sqrt(size) + 10.0) / max(n_rows, 1.0)
+    return float(-np.log1p(-share)) if share < 1.0 else np.inf
+
+
+def bottom_rows(rows: np.ndarray, keys: np.ndarray, size: int, below: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """The ``size`` rows of smallest key (all of them when fewer) among those whose key is below ``below``, in key
+    order."""
+    if below < np.inf:
+        keep = keys < below
+        rows, keys = rows[keep], keys[keep]
     order = np.argsort(keys, kind="stable")[:size]
     return rows[order], keys[order]
 
@@ -38,7 +55,7 @@ class ClusterSummary:
     (m,): the mean within-microcluster variance per dimension. ``n_rows`` counts the rows summarised (NaN/inf
     rows left out of the summary included), ``n_updates`` the summaries merged into the first.
 
-    ``sample`` (k, d) is a random sample of at most :data:`SAMPLE_ROWS` of the rows summarised, the rows of the
+    ``sample`` (k, d) is a random sample of at most :func:`sample_size` of the rows summarised, the rows of the
     smallest ``sample_keys``: each row draws an exponential key divided by its weight (1 for a new row), so the
     sample of two summaries merged is the union's rows of smallest key, a uniform sample of all the rows
     (Efraimidis & Spirakis, Inf. Process. Lett. 97(5), 2006), and decay, which lowers old rows' weights, raises
@@ -99,7 +116,9 @@ class ClusterSummary:
         keep = weights >= (0.0 if decay is None else MIN_DECAYED_WEIGHT)
         old_keys = self.sample_keys if decay is None else self.sample_keys / (1.0 - decay)
         sample, keys = bottom_rows(
-            np.concatenate([self.sample, new.sample]), np.concatenate([old_keys, new.sample_keys])
+            np.concatenate([self.sample, new.sample]),
+            np.concatenate([old_keys, new.sample_keys]),
+            sample_size(self.n_features),
         )
         return ClusterSummary(
             np.concatenate([self.means[keep], new.means]),

@@ -15,7 +15,7 @@ import dask.array as da
 import numpy as np
 
 from ..kernels.summaries import merge_microclusters, microclusters
-from .cluster_summary import ClusterSummary, bottom_rows, sample_keys
+from .cluster_summary import ClusterSummary, bottom_rows, key_threshold, sample_keys, sample_size
 from .passes import chunk_tasks, tree_reduce
 from .workers import compute
 
@@ -29,8 +29,11 @@ class SummaryPass(NamedTuple):
     representatives: np.ndarray | None = None
 
 
-def _chunk_microclusters(rows_per_microcluster: float, max_per_chunk: int, seed: int, *blocks: np.ndarray):
-    """Microclusters of consecutive row chunks (``blocks``) and their share of the summary's sample:
+def _chunk_microclusters(
+    rows_per_microcluster: float, max_per_chunk: int, sample: tuple, seed: int, *blocks: np.ndarray
+):
+    """Microclusters of consecutive row chunks (``blocks``) and their share of the summary's sample (``sample``:
+    its size and key threshold, :func:`~lowdens_dask.backend.cluster_summary.key_threshold`):
     ``(counts, means, spread, representatives, sample rows, sample keys, rows, rows with NaN/inf)``."""
     x = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     n = x.shape[0]
@@ -41,8 +44,8 @@ def _chunk_microclusters(rows_per_microcluster: float, max_per_chunk: int, seed:
         x = x[finite]
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread, representatives = microclusters(x, k, seed, representatives=True)
-    sample, keys = bottom_rows(x, sample_keys(x.shape[0], np.random.default_rng([seed, 1])))
-    return counts, means, spread, representatives, sample.astype(np.float64), keys, n, n_nonfinite
+    rows, keys = bottom_rows(x, sample_keys(x.shape[0], np.random.default_rng([seed, 1])), *sample)
+    return counts, means, spread, representatives, rows.astype(np.float64), keys, n, n_nonfinite
 
 
 def concat_summaries(*parts):
@@ -59,7 +62,7 @@ def concat_summaries(*parts):
 MIN_PART_BUDGET = 256
 
 
-def _merge_summaries(n_rows: int, budget: int | None, seed: int, *parts):
+def _merge_summaries(n_rows: int, budget: int | None, size: int, seed: int, *parts):
     """Chunk summaries combined: arrays concatenated, counts added, and (with a ``budget``) the microclusters
     merged down to the part's share of it (:data:`MIN_PART_BUDGET`, :func:`merge_microclusters`)."""
     counts, means, spread, representatives, sample, keys, rows, nonfinite = concat_summaries(*parts)
@@ -68,7 +71,7 @@ def _merge_summaries(n_rows: int, budget: int | None, seed: int, *parts):
         if counts.size > cap:
             counts, means, spread, nearest = merge_microclusters(counts, means, spread, cap, seed + rows)
             representatives = representatives[nearest]
-    return counts, means, spread, representatives, *bottom_rows(sample, keys), rows, nonfinite
+    return counts, means, spread, representatives, *bottom_rows(sample, keys, size), rows, nonfinite
 
 
 #: Summary mode reads row chunks smaller than ``rows_per_microcluster * max_per_chunk`` rows in groups of
@@ -135,9 +138,10 @@ def summarise_chunks(
         first = stop
     name = f"lowdens-summarise-{dask.base.tokenize(X)[:8]}"
     seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(groups))
-    shared = (rows_per_microcluster, max_per_chunk)
+    size = sample_size(X.shape[1])
+    shared = (rows_per_microcluster, max_per_chunk, (size, key_threshold(sum(chunks), size)))
     parts = chunk_tasks(name, X, _chunk_microclusters, bounds, shared, [(int(s),) for s in seeds])
-    combine = functools.partial(_merge_summaries, sum(chunks), budget, int(seed))
+    combine = functools.partial(_merge_summaries, sum(chunks), budget, size, int(seed))
     reduced = compute(tree_reduce(parts, combine, name))[0]
     counts, means, spread, representatives, sample, keys, n_rows, n_nonfinite = reduced
     summary = ClusterSummary(

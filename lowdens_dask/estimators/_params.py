@@ -47,10 +47,11 @@ def fit_mode(est, X, sample_weight=None) -> str:
             shape = as_dask_array(X, storage_options=est.storage_options).shape
         limit = est._auto_summary_rows
         known = shape is not None and len(shape) == 2 and math.isfinite(shape[0])
-        large = limit is not None and (not known or shape[0] > limit)
-        if chunked:
+        if chunked:  # unknown size counts as large
+            large = limit is not None and (not known or shape[0] > limit)
             mode = "exact" if not large and est._exact_on_chunks else est._auto_chunked_mode
-        else:
+        else:  # input that is no 2-D array gets fit's own error in memory
+            large = limit is not None and known and shape[0] > limit
             mode = "summary" if large and sample_weight is None else "exact"
     if mode == "exact" and chunked and not est._exact_on_chunks:
         mode = "summary"

@@ -179,11 +179,12 @@ class MDHClustering(_DivisiveClustering):
     ----------
     n_clusters : int, None or "auto", default=8
         Number of leaves to grow. None splits until no leaf has a valid split (PPCI's ``mddc``). "auto" splits
-        a leaf only while its split is significant against a one-cluster null: the split is found on a random
-        half of the leaf's rows (microclusters in summary mode) and Hartigan's dip test of the other half's
-        projections must reject unimodality at ``significance_level``
-        (:mod:`lowdens_dask.pursuit.significance`); the split made is the one tested, and every node records
-        its ``dip``, ``p_value`` and ``n_test`` in ``tree_`` (the leaves their would-be split's).
+        a leaf only while its split is significant at ``significance_level`` against a one-cluster null: the
+        dip of the leaf's rows (in summary mode, the summary's sample of rows that reach it) along each start's
+        split, against the dip of the splits the same pursuit finds in one-cluster samples of the leaf's size
+        and effective dimension (:mod:`lowdens_dask.pursuit.significance`); the best significant start's split
+        is made, and every node records its ``dip``, ``p_value``, ``n_test`` and ``d_eff`` in ``tree_`` (the
+        leaves their would-be split's).
         Which leaf to split next: the largest, the one whose hyperplane has the lowest density, or the
         largest relative depth. A callable receives ``(X_leaf, hyperplane)`` and returns a number.
     min_size : float, default=1

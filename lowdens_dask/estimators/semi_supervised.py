@@ -122,7 +122,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     #: :func:`~lowdens_dask.estimators._params.fit_mode`'s rule, as for the tree estimators
     _auto_summary_rows = AUTO_SUMMARY_ROWS
     _auto_chunked_mode = "summary"
-    _exact_on_chunks = True
+    _exact_on_chunks = False  # chunked input is fitted in summary mode (mode='exact' refuses it)
 
     __init__ = init_with(
         {},
@@ -200,12 +200,12 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         X may be an array, a Dask array or a zarr store (summary mode); y an array or a Dask array.
         """
         self._check_params()
-        if fit_mode(self, X, sample_weight) == "summary":
-            return self._fit_summary(X, y, sample_weight)
-        if is_chunked_input(X):
+        if self.mode == "exact" and is_chunked_input(X):
             raise ValueError(
                 f"{type(self).__name__}: mode='exact' is not available for Dask or zarr input; use mode='auto'."
             )
+        if fit_mode(self, X, sample_weight) == "summary":
+            return self._fit_summary(X, y, sample_weight)
         X, weights = check_fit_input(self, X, sample_weight)
         codes = self._check_labels(y, X.shape[0])
         self._fit_rows(X, weights, None, codes, weights)

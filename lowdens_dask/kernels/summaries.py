@@ -119,6 +119,20 @@ def _assign(x: np.ndarray, centres: np.ndarray, buf: np.ndarray) -> np.ndarray:
     return labels
 
 
+#: Rows whose mean lies more than this many standard deviations from 0 in some column are summarised less their
+#: mean: the distances' ``|x|² + |c|² - 2 x·c`` would otherwise lose their digits to the offset (a column at 1e9
+#: with unit spread keeps none in float64).
+OFFSET_IN_SDS = 1e3
+
+
+def _common_offset(x: np.ndarray) -> np.ndarray | None:
+    """The rows' mean (float64) when some column's lies beyond :data:`OFFSET_IN_SDS` of its spread, else None;
+    estimated on about 1,024 evenly spaced rows (no copy of the chunk)."""
+    probe = x[:: max(1, x.shape[0] // 1024)].astype(np.float64)
+    mean = probe.mean(axis=0)
+    return mean if np.any(np.abs(mean) > OFFSET_IN_SDS * probe.std(axis=0)) else None
+
+
 def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = False) -> tuple[np.ndarray, ...]:
     """Summarise the rows of one chunk by k-means: ``(counts, means, spread)`` of non-empty clusters, and with
     ``representatives`` a fourth array: each microcluster's member row nearest to its mean (a row of x, in x's
@@ -131,8 +145,8 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
     chunks with no more rows iterate on all of them from k distinct random rows. Every row is then assigned
     once to its nearest centre, and the microclusters are those cells: a chunk of n rows costs one n x k
     product, whatever the iterations. Distances are computed by BLAS in the chunk's own precision
-    (float32 stays float32) on the rows less their mean (a common offset, 1e9 say, would otherwise cancel the
-    distances' digits); sums and means accumulate in float64.
+    (float32 stays float32), on the rows less their mean when they share a large offset (:func:`_common_offset`);
+    sums and means accumulate in float64.
     """
     n = x.shape[0]
     k = int(min(k, n))
@@ -141,9 +155,9 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
         return (*empty, x[:0]) if representatives else empty
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
-    rows = x
-    shift = x.mean(axis=0, dtype=np.float64)
-    x = np.ascontiguousarray(x - shift.astype(x.dtype))
+    rows, shift = x, _common_offset(x)
+    if shift is not None:
+        x = np.ascontiguousarray(x - shift.astype(x.dtype))
     rng = np.random.default_rng(seed)
     m = SAMPLE_ROWS_PER_CENTRE * k
     if n <= m:
@@ -165,7 +179,8 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
     counts, sums, sq = counts[keep], sums[keep], sq[keep]
     means = sums / counts[:, None]
     spread = np.maximum(sq / counts - (means * means).sum(axis=1), 0.0)
-    means += shift
+    if shift is not None:
+        means += shift
     return (counts, means, spread, rows[idx]) if representatives else (counts, means, spread)
 
 

@@ -1,24 +1,29 @@
 """The significance of a split found by projection pursuit, against a one-cluster null (``n_clusters="auto"``).
 
 A pursued hyperplane is chosen to make its projection look bimodal, so a test of unimodality on the rows that
-chose it is anti-conservative. The split is therefore found on a random half of the node's rows and tested on
-the other half (sample splitting, as in Cox, Biometrika 62(2), 1975, and Wasserman & Roeder's "screen and
-clean", Ann. Statist. 37(5A), 2009): given the direction, the held-out half is an independent sample of the
-node's distribution, so under a unimodal null (one Gaussian, one uniform cube) its projection is unimodal and
-Hartigan's dip test (:mod:`lowdens_dask.kernels.dip`, calibrated on the uniform, its least favourable unimodal
-null) gives a valid p-value for every index, every n and every dimension. The split made is the one tested
-(exact mode on chunked rows: the split is found on every row, and the test made on the node's summary).
+chose it must be calibrated for that choice. Every start's split is tested on all of the node's rows: the
+statistic is ``sqrt(n)`` times Hartigan's dip (:mod:`lowdens_dask.kernels.dip`) of the rows' projection on the
+split's direction, and its null is that of the same pursuit run on one-cluster samples, the largest dip over
+the valid starts' splits (:func:`pursued_pvalue`): tabulated per index over the node's size and effective
+dimension (:func:`participation_ratio`), from isotropic Gaussian and uniform-cube draws (the uniform is the
+dip's least favourable unimodal shape; the larger p-value of the two is taken), as SigClust (Liu et al., JASA
+103(483), 2008) and its hierarchical form (Kimes et al., Biometrics 73(3), 2017) simulate theirs per node. Since
+the null is that of the largest dip over the starts, a start other than the best one may be the split made when
+only its split is significant. Columns recorded on a grid are tested as the histogram density they stand for
+(:func:`dequantized`). Where the rows are: in memory, the node's rows; in summary mode, the summary's uniform
+sample of rows (``ClusterSummary.sample``) that reaches the node; in exact mode by passes over chunks, a sample
+of the node's rows (one pass).
 
-Summaries (microclusters with weights and spreads) are split by microcluster. The held-out half is tested as
-the distribution it stands for: :data:`POINTS_PER_MICROCLUSTER` points per microcluster on average (no more than the
-rows it holds; one per microcluster beyond :data:`SUMMARY_TEST_ROWS` points in all), placed in proportion to the weights (systematic sampling
-in a random order), a microcluster with c points giving the quantiles (j + 1/2) / c of a normal with its mean and
-spread along the direction. Measured on a 10⁶-row Gaussian in d = 32 (5,120 microclusters, MDH and NCut, four
-halvings each): one point per microcluster p > 0.88, two p < 0.03 (each pair at ±0.67 σ is a comb the dip
-reads), four p > 0.84, eight and sixteen p > 0.99. The p-value is read at the number of microclusters, not of
-points (:func:`held_out_test`): on the 10⁷-row scale mixture, read at eight points per microcluster, NCut's
-leaves of a few dozen microclusters gave p of 0.002 to 0.008 for splits that peel off a few thousand rows
-(21 clusters for 16).
+Where no pursued null is shipped (SCPP, LMSC: see ``benchmarks/pursuit_null.py``), or a summary has no sample
+(one stored by an older version), the split is found on a random half of the node's points and tested on the
+other half (sample splitting, as in Cox, Biometrika 62(2), 1975): given the direction, the held-out half is an
+independent sample, so the dip test calibrated on the uniform gives a valid p-value. Summaries (microclusters
+with weights and spreads) are then split by microcluster and the held-out half tested as the distribution it
+stands for: :data:`POINTS_PER_MICROCLUSTER` points per microcluster on average (no more than the rows it holds;
+one per microcluster beyond :data:`SUMMARY_TEST_ROWS` points in all), placed in proportion to the weights
+(systematic sampling in a random order), a microcluster with c points giving the quantiles (j + 1/2) / c of a
+normal with its mean and spread along the direction, the p-value read at the number of microclusters
+(:func:`held_out_test`).
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -134,6 +139,8 @@ def participation_ratio(data) -> float:
     included): the node's effective dimension, ``d`` for an isotropic cloud in ``d`` dimensions and near 1 when
     one direction holds the variance. The pursued null is indexed by it (:func:`pursued_pvalue`)."""
     w = data.weights
+    if data.n_samples < 2 or not w.sum() > 0:
+        return 1.0
     xc = (data.X - data.mean()) * np.sqrt(w / w.sum())[:, None]
     gram = xc.T @ xc if xc.shape[0] >= xc.shape[1] else xc @ xc.T  # same trace and Frobenius norm
     if data.spread is not None:  # each microcluster's spread adds spread/d to every variance

@@ -469,8 +469,9 @@ class ClusterTree:
     def describe(self) -> str:
         """A text rendering of the tree, one line per node.
 
-        With ``n_clusters="auto"`` every node shows its split's held-out dip test (``dip``, ``p_value``,
-        ``n_test``), and each leaf the test of the split it was not given.
+        With ``n_clusters="auto"`` every node shows its split's dip test (``dip``, ``p_value``, ``n_test``, and
+        the effective dimension ``d_eff`` its null was read at), and each leaf the test of the split it was not
+        given.
 
         A node's size is "rows at fit": the rows (the sample weight, if weighted) it held when the tree was grown,
         in summary mode those of the microclusters routed to it. ``predict`` routes each row by itself, so the

@@ -239,12 +239,12 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
         if not in_low_density and isinstance(node.rule, HyperplaneRule):
             in_low_density = still_low(node.rule, found.rule, X, w, history.spread[rows])
         elif not in_low_density:  # a rule with no threshold: does it still separate as well as the new one?
-            stats = splitter.held_out(node.id, data, node.rule)
-            new = splitter.held_out(node.id, data, found.rule)
+            stats = splitter.rule_test(node.id, data, node.rule)
+            new = splitter.rule_test(node.id, data, found.rule)
             in_low_density = stats["dip"] >= (1.0 - KEEP_DIP_LOSS) * new["dip"]
     valid = found is not None and found.valid
     if in_low_density and rules.test is not None and not stats:  # is the current rule still significant?
-        stats = splitter.held_out(node.id, data, node.rule)
+        stats = splitter.rule_test(node.id, data, node.rule)
     if in_low_density and is_significant(stats, rules.test) or not (valid or rules.merge):
         node.stats.update(stats)
         record.update(action="kept", p_value=node.stats.get("p_value"))

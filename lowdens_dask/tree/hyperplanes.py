@@ -13,8 +13,9 @@ float64) is gathered to one worker and split there by the in-memory path, its re
 nodes are split by passes over their chunks. Each split computed is logged (``lowdens_dask`` loggers, INFO): the
 node, its size, the index value, the time and the passes over the rows.
 
-With ``test`` (``n_clusters="auto"``) a node's split is found on a random half of its rows and is valid only if
-the other half's dip test along it is significant (:mod:`lowdens_dask.pursuit.significance`). With ``refine``
+With ``test`` (``n_clusters="auto"``) a node's split is valid only if it is significant: every start's split is
+tested on the node's rows (:func:`rows_to_test`) against the pursued null, and the best significant one is made
+(:mod:`lowdens_dask.pursuit.significance`). With ``refine``
 (summary mode), each split is polished by exact L-BFGS steps over the node's rows before it is made
 (:func:`polish`). A split is made safe to route by before it is made (:func:`_clear_of_rows`).
 """
@@ -151,9 +152,9 @@ class HyperplaneSplitter(SplitterBase):
     def forced_score(self, candidate: Candidate) -> float:
         return get_index(self.method).forced_score(candidate.found.stats)
 
-    def held_out(self, node: int, data, rule) -> dict:
+    def rule_test(self, node: int, data, rule) -> dict:
         v, _ = self.frame.from_original(rule.v, rule.b)
-        rows = None if data.chunked or not has_pursued_null(self.method) else test_rows(data, 0)
+        rows = None if data.chunked or not has_pursued_null(self.method) else rows_to_test(data, 0)
         if rows is not None:
             rows = dequantized(rows, 0 if self.test is None else self.test.seed)
             return pursued_test(self.method, rows, v, participation_ratio(rows))
@@ -299,7 +300,7 @@ def _best_split(method, data, params, min_size, start, test=None, node=0) -> Hyp
 
 def _split_from_start(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
     """The node's split from one restart (all restarts if ``start`` is None), or None if the node is too
-    small to split. With ``test``, every start's split is tested on the node's rows (:func:`test_rows`) against
+    small to split. With ``test``, every start's split is tested on the node's rows (:func:`rows_to_test`) against
     the pursued null (:func:`~lowdens_dask.pursuit.significance.pursued_test`); without rows to test on (a
     summary of an older version) or a pursued null for the index, found on a random half of the points and
     tested on the other half. A plain function: it runs on workers."""
@@ -309,7 +310,7 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         large_allocations_from_the_heap()
     if test is None:
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
-    rows = test_rows(data, test.seed) if has_pursued_null(method) else None
+    rows = rows_to_test(data, test.seed) if has_pursued_null(method) else None
     if rows is not None:
         rows = dequantized(rows, test.seed)
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
@@ -325,7 +326,7 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
     return with_test(hp._replace(per_start=()), held)
 
 
-def test_rows(data, seed: int):
+def rows_to_test(data, seed: int):
     """The rows a node's split is tested on: its own rows in memory; the summary's sample rows that reach it
     (summary mode, ``ClusterSummary.sample``); a random sample of its chunked rows (exact mode, one pass); None
     for a summary without a sample."""

@@ -152,7 +152,7 @@ class SpectralSplitter(SplitterBase):
         _, parts, sizes = candidate.found
         return Cut(candidate.rule, parts, sizes, candidate.params, candidate.stats)
 
-    def held_out(self, node: int, data, rule: SplitRule) -> dict:
+    def rule_test(self, node: int, data, rule: SplitRule) -> dict:
         if isinstance(rule, HyperplaneRule):
             u = rule.v
         else:  # from side 0's projected centres to side 1's

@@ -73,8 +73,9 @@ class Splitter(Protocol):
     def forced_score(self, candidate: Candidate) -> float:
         """How much ``force_n_clusters`` prefers this (invalid) split: larger first."""
 
-    def held_out(self, node: int, data: Any, rule: SplitRule) -> dict:
-        """The held-out test of an existing rule on the node's points (``dip``, ``p_value``, ``n_test``)."""
+    def rule_test(self, node: int, data: Any, rule: SplitRule) -> dict:
+        """The test of an existing rule on the node's points, as a split found there is tested (``dip``, ``p_value``,
+        ``n_test``)."""
 
 
 class SplitterBase:
@@ -95,5 +96,5 @@ class SplitterBase:
     def forced_score(self, candidate: Candidate) -> float:
         return float(candidate.stats.get("fval", 0.0))
 
-    def held_out(self, node: int, data, rule: SplitRule) -> dict:
+    def rule_test(self, node: int, data, rule: SplitRule) -> dict:
         raise NotImplementedError(f"The {self.method} splitter cannot test an existing rule.")
