@@ -31,7 +31,14 @@ from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree, leaf_labels_from_json
 from ..tree.grower import Growth, merge_unreached_leaves
 from ._label_pass import store_labels
-from ._params import AUTO_SUMMARY_ROWS, check_n_features, check_scale_out_params, fit_mode, is_chunked_input
+from ._params import (
+    AUTO_SUMMARY_ROWS,
+    check_n_features,
+    check_scale_out_params,
+    fit_mode,
+    is_chunked_input,
+    read_into_memory,
+)
 from ._summary_pass import (
     as_chunked,
     check_enough_rows,
@@ -139,7 +146,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         chunked = is_chunked_input(X)
         arr = as_chunked(self, X) if mode == "summary" else as_dask_array(X, storage_options=self.storage_options)
         check_worker_memory(chunk_bytes(arr))
-        if is_small_input(arr):
+        if is_small_input(arr) or mode == "exact" and read_into_memory(self, arr):
             self._fit_small_input(arr, chunked, summary=mode == "summary")
         elif mode == "summary":
             self._fit_summary(arr, chunked)
@@ -158,7 +165,8 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         return self
 
     def _fit_small_input(self, arr, chunked: bool, summary: bool) -> None:
-        """Small chunked input (``is_small_input``), read into memory in one pass and fitted as rows."""
+        """Small chunked input (``is_small_input``; in exact mode under ``mode="auto"``, ``read_into_memory``), read
+        into memory in one pass and fitted as rows."""
         start = time.perf_counter()
         rows, weights, n_nonfinite = read_small_input(self, arr)
         read = time.perf_counter()

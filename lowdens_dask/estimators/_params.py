@@ -28,12 +28,25 @@ def is_chunked_input(X) -> bool:
     return isinstance(X, (da.Array, str, os.PathLike, zarr.Array))
 
 
+#: ``mode="auto"``: chunked input fitted in exact mode that takes at most this many bytes as float64 is read into
+#: memory in one pass and fitted there (the tree an in-memory fit grows), instead of by passes over its chunks.
+AUTO_READ_BYTES = 256 * 2**20
+
+
+def read_into_memory(est, arr: da.Array) -> bool:
+    """Whether an exact-mode fit of the chunked ``arr`` reads it into memory (:data:`AUTO_READ_BYTES`, ``mode="auto"``
+    only: ``mode="exact"`` makes passes over the chunks)."""
+    n, d = arr.shape
+    return est.mode == "auto" and math.isfinite(n) and n * d * 8 <= AUTO_READ_BYTES
+
+
 def fit_mode(est, X, sample_weight=None) -> str:
     """How ``est`` fits ``X``: ``"memory"`` (rows in memory), ``"summary"`` or ``"exact"`` (chunked rows).
 
     The one rule of ``mode="auto"``, for every estimator: input of at most ``_auto_summary_rows`` rows (2
     million; SVM-relabel: 20,000; MSC: no limit) is fitted on its rows, in memory, or in exact mode (passes over
-    the chunks) when it is chunked (Dask arrays, zarr stores) and the estimator can (``_exact_on_chunks``); larger
+    the chunks; read into memory in one pass up to :data:`AUTO_READ_BYTES`) when it is chunked (Dask arrays, zarr
+    stores) and the estimator can (``_exact_on_chunks``); larger
     input, chunked input whose size is unknown, and chunked input of an estimator without exact mode is fitted
     in ``_auto_chunked_mode`` (summary mode; MSC: exact mode, by landmarks), in-memory input with
     ``sample_weight`` in memory. ``mode="exact"`` fits chunked input by passes over its chunks where the
@@ -70,7 +83,10 @@ def auto_mode_rule(est) -> str:
     elif limit is None or est._auto_chunked_mode != "summary":
         chunked = "exact mode (passes over the chunks)"
     else:
-        chunked = f"exact mode (passes over the chunks) up to {limit:,} rows, summary mode above or when their size is unknown"
+        chunked = (
+            f"exact mode up to {limit:,} rows (read into memory up to {AUTO_READ_BYTES // 2**20} MiB, else passes over "
+            "the chunks), summary mode above or when their size is unknown"
+        )
     return f"arrays {memory}; Dask arrays and zarr stores in {chunked}"
 
 
