@@ -253,7 +253,7 @@ def test_a_long_step_shows_its_progress(monkeypatch, capfd):
     X, _ = _blobs(n_per_group=2_000)
     with dask.config.set(scheduler="threads"), progress.Progress(enabled=True) as shown:
         with shown.step("fit"):
-            MDHClustering(n_clusters=3).fit(da.from_array(X, chunks=(1_000, 4)))
+            MDHClustering(n_clusters=3, mode="summary").fit(da.from_array(X, chunks=(1_000, 4)))
             time.sleep(0.3)  # the display refreshes
     import re
 

@@ -35,9 +35,10 @@ AUTO_READ_BYTES = 256 * 2**20
 
 def read_into_memory(est, arr: da.Array) -> bool:
     """Whether an exact-mode fit of the chunked ``arr`` reads it into memory (:data:`AUTO_READ_BYTES`, ``mode="auto"``
-    only: ``mode="exact"`` makes passes over the chunks)."""
+    only: ``mode="exact"`` makes passes over the chunks, and so does MSC, whose chunked fit is by landmarks)."""
     n, d = arr.shape
-    return est.mode == "auto" and math.isfinite(n) and n * d * 8 <= AUTO_READ_BYTES
+    small = math.isfinite(n) and n * d * 8 <= AUTO_READ_BYTES
+    return est.mode == "auto" and est._auto_chunked_mode == "summary" and small
 
 
 def fit_mode(est, X, sample_weight=None) -> str:
