@@ -1,9 +1,9 @@
 """Choosing the number of clusters: ``n_clusters="auto"`` on the ten bundled data sets, on small stratified
 subsamples of them and on 200,000-row copies of them fitted in summary mode.
 
-With ``n_clusters="auto"`` a divisive estimator splits a leaf only if the split, found on a random half of the
-leaf's rows, is significant by Hartigan's dip test on the other half (p-value below ``significance_level``,
-default 0.01). The report has three tables (``--tables``, default all three):
+With ``n_clusters="auto"`` a divisive estimator splits a leaf only if its split is significant: Hartigan's dip of
+the leaf's rows along it against the pursued null (:mod:`lowdens_dask.pursuit.significance`; p-value below
+``significance_level``, default 0.01). The report has three tables (``--tables``, default all three):
 
 ``bundled``: each bundled data set as shipped, constant columns dropped, fitted by
 
@@ -309,7 +309,7 @@ def bundled_report(results, names, keys, truth, timeout) -> str:
             "## Bundled data sets\n\n"
             f"Bundled data sets ({len(names)} of {len(list_datasets())}), as shipped with constant columns dropped. "
             'Divisive methods: `Method(n_clusters="auto", random_state=0)`, defaults otherwise (a leaf is split only '
-            "if the dip test on the held-out half gives p < 0.01); reference rows: `n_clusters=None` and "
+            "if its dip test against the pursued null gives p < 0.01); reference rows: `n_clusters=None` and "
             "`n_clusters=K` (true K), random_state=0. Baselines on z-scored features; GMM-BIC chooses K in 1..2K and "
             'covariance_type in {"full", "diag"} together by the lowest BIC (reg_covar=1e-4, random_state=0), on the '
             f"first {GMM_MAX_FEATURES} principal components of sets with more. Each fit runs in a forked child "
@@ -359,7 +359,7 @@ def bundled_report(results, names, keys, truth, timeout) -> str:
                 cells.append(f"{fmt(s['p_value'], 4)} ({s['dip']:.3f}, {int(s['n_test'])})" if s else "-")
             rows.append([n, *cells])
         parts.append(
-            "### Root test of each auto fit\n\np-value (dip, rows tested) of the held-out dip test of the "
+            "### Root test of each auto fit\n\np-value (dip, rows tested) of the dip test of the "
             'root\'s split; a root with p >= 0.01 is not split (K found = 1). "-": no test recorded (the '
             "fit failed or timed out, or the root had no valid split).\n\n"
             + markdown_table(["dataset", *[METHODS[k][0] for k in auto]], rows)
