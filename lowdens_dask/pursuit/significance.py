@@ -259,6 +259,14 @@ def pursued_test(method: str, data, v: np.ndarray, d_eff: float) -> dict:
     return {**stats, "p_value": p, "d_eff": float(d_eff)}
 
 
+def tests_on_rows(method: str, rows, directions, seed: int) -> list[dict]:
+    """:func:`pursued_test` of each direction on ``rows`` (a node's rows, or the sample of them it is tested on),
+    gridded columns dequantized (:func:`dequantized`, from ``seed``) and the effective dimension computed once."""
+    rows = dequantized(rows, seed)
+    d_eff = participation_ratio(rows)
+    return [pursued_test(method, rows, v, d_eff) for v in directions]
+
+
 def is_significant(stats: dict, test: SplitTest | None) -> bool:
     """Whether a split whose held-out test gave ``stats`` is significant: its p-value is below ``test.level``
     (always, without a test). The one place where a split is judged against the one-cluster null."""

@@ -39,13 +39,11 @@ from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
 from ..pursuit.significance import (
     SplitTest,
-    dequantized,
     halves,
     has_pursued_null,
     held_out_test,
     is_significant,
-    participation_ratio,
-    pursued_test,
+    tests_on_rows,
     with_test,
 )
 from .cluster_tree import Node
@@ -156,8 +154,7 @@ class HyperplaneSplitter(SplitterBase):
         v, _ = self.frame.from_original(rule.v, rule.b)
         rows = None if data.chunked or not has_pursued_null(self.method) else rows_to_test(data, 0)
         if rows is not None:
-            rows = dequantized(rows, 0 if self.test is None else self.test.seed)
-            return pursued_test(self.method, rows, v, participation_ratio(rows))
+            return tests_on_rows(self.method, rows, [v], 0 if self.test is None else self.test.seed)[0]
         return held_out_test(halves(data, 0 if self.test is None else self.test.seed, node)[1], v)
 
     # ------------------------------------------------------------------ making
@@ -312,13 +309,10 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
     rows = rows_to_test(data, test.seed) if has_pursued_null(method) else None
     if rows is not None:
-        rows = dequantized(rows, test.seed)
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
-        d_eff = participation_ratio(rows)
-        tested = [
-            s._replace(stats={**s.stats, **pursued_test(method, rows, s.v, d_eff)}) for s in hp.per_start or (hp,)
-        ]
-        return hp._replace(per_start=tuple(tested))
+        starts = hp.per_start or (hp,)
+        tests = tests_on_rows(method, rows, [s.v for s in starts], test.seed)
+        return hp._replace(per_start=tuple(s._replace(stats={**s.stats, **t}) for s, t in zip(starts, tests)))
     fit_rows, held = halves(data, test.seed, node)
     if fit_rows.n_samples < 2 or held.n_samples < 2:
         return None

@@ -22,15 +22,7 @@ import numpy as np
 
 from ..backend import InMemoryData
 from ..backend.frame import Frame
-from ..pursuit.significance import (
-    SplitTest,
-    halves,
-    has_pursued_null,
-    held_out_test,
-    is_significant,
-    participation_ratio,
-    pursued_test,
-)
+from ..pursuit.significance import SplitTest, halves, has_pursued_null, held_out_test, is_significant, tests_on_rows
 from ..pursuit.spectral import SpectralSplit, spectral_split
 from .cluster_tree import Node
 from .rules import HyperplaneRule, NearestCentreRule, SplitRule
@@ -121,7 +113,7 @@ class SpectralSplitter(SplitterBase):
         if self.test is None or rows is not None and has_pursued_null(self.method):
             split = spectral_split(X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params)
             if self.test is not None:  # tested on all of the node's rows against the pursued null
-                test = pursued_test(self.method, rows, _test_direction(split), participation_ratio(rows))
+                test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test.seed)[0]
         else:
             points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
             fit, held = halves(points, self.test.seed, node)
@@ -160,7 +152,7 @@ class SpectralSplitter(SplitterBase):
         u = self._in_frame(u[:, None])[:, 0]
         if not data.chunked and self.spread == 0 and has_pursued_null(self.method):
             rows = InMemoryData(data.X, data.weights)
-            return pursued_test(self.method, rows, u, participation_ratio(rows))
+            return tests_on_rows(self.method, rows, [u], 0 if self.test is None else self.test.seed)[0]
         seed = 0 if self.test is None else self.test.seed
         return held_out_test(halves(data, seed, node)[1], u)
 
