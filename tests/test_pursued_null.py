@@ -9,8 +9,10 @@ from sklearn.metrics import adjusted_rand_score
 
 import lowdens_dask as ld
 from lowdens_dask.backend import InMemoryData
+from lowdens_dask.datasets import load_dataset
 from lowdens_dask.backend.cluster_summary import SAMPLE_ROWS, ClusterSummary
 from lowdens_dask.pursuit import Hyperplane
+from lowdens_dask.pursuit import significance
 from lowdens_dask.pursuit.significance import SplitTest, participation_ratio, pursued_pvalue
 from lowdens_dask.tree.hyperplanes import _combine
 
@@ -82,6 +84,26 @@ def test_small_touching_clusters_are_found(name):
     assert model.n_clusters_ == 4 and adjusted_rand_score(y, model.labels_) > 0.85
     root = model.tree_.root.stats
     assert root["n_test"] == 400 and root["p_value"] < 0.01 and root["d_eff"] > 0
+
+
+def test_a_node_dequantizes_the_columns_the_root_records_on_a_grid():
+    """In a node where two integer columns spread less than one step, the root's grid still reads them as a
+    histogram of one step: their lattice is no evidence of two clusters; with the node's own grid (None) the
+    lattice along a direction mixing them reads as multimodal."""
+    rng = np.random.default_rng(5)
+    root = np.round(rng.normal(3.0, 2.5, size=(4000, 3))).clip(1, 10)
+    node = InMemoryData(root[(root[:, 0] <= 2) & (root[:, 1] <= 3)])
+    test = SplitTest(0.01, 0).with_grid(InMemoryData(root))
+    assert test.grid == (1.0, 1.0, 1.0)
+    along = [np.array([1.0, 0.5, 0.0]) / np.sqrt(1.25)]
+    assert significance.tests_on_rows("mdh", node, along, test)[0]["p_value"] > 0.05
+    assert significance.tests_on_rows("mdh", node, along, SplitTest(0.01, 0))[0]["p_value"] < 0.01
+
+
+def test_ordinal_breastcancer_gives_its_two_classes():
+    X, y = load_dataset("breastcancer")
+    model = ld.MDHClustering(n_clusters="auto", random_state=0).fit(X)
+    assert model.n_clusters_ == 2 and adjusted_rand_score(y, model.labels_) > 0.8
 
 
 def test_the_summary_keeps_a_uniform_sample_of_its_rows():

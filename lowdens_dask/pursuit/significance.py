@@ -48,10 +48,19 @@ SUMMARY_TEST_ROWS = 1_000_000
 
 
 class SplitTest(NamedTuple):
-    """How ``n_clusters="auto"`` tests a node's split: the significance level and the seed of the halves."""
+    """How ``n_clusters="auto"`` tests a node's split: the significance level, the seed of the halves and of the
+    dequantizing noise, and the grid steps of the columns (:func:`grid_steps` of the root's rows; None: each node's
+    own), set when growth begins (:meth:`with_grid`)."""
 
     level: float
     seed: int
+    grid: tuple | None = None
+
+    def with_grid(self, root_rows) -> SplitTest:
+        """This test with the grid steps of ``root_rows`` (the rows the root is tested on; None: unchanged). A
+        column is recorded on a grid for the whole data set, so every node dequantizes it by the same step, also
+        where the node's own rows spread less than one step."""
+        return self if root_rows is None else self._replace(grid=tuple(grid_steps(root_rows.X)))
 
 
 def half_indices(n: int, seed: int, node: int) -> tuple[np.ndarray, np.ndarray]:
@@ -237,13 +246,13 @@ def grid_steps(X: np.ndarray) -> np.ndarray:
     return steps
 
 
-def dequantized(rows, seed: int):
-    """Rows recorded on a grid as the histogram density they stand for: each gridded column (:func:`grid_steps`)
-    plus uniform noise of one grid step, drawn from ``seed``. The test's null is continuous; a grid's lattice of
+def dequantized(rows, seed: int, steps=None):
+    """Rows recorded on a grid as the histogram density they stand for: each gridded column (``steps``, else
+    :func:`grid_steps` of ``rows``) plus uniform noise of one grid step, drawn from ``seed``. The test's null is continuous; a grid's lattice of
     tied rows would read as departures from unimodality along most directions (the multivariate counterpart of
     :func:`~lowdens_dask.kernels.dip.spread_ties`, which handles ties that remain after projection).
     ``rows`` unchanged when no column is gridded."""
-    steps = grid_steps(rows.X)
+    steps = grid_steps(rows.X) if steps is None else np.asarray(steps, dtype=float)
     if not steps.any():
         return rows
     noise = np.random.default_rng(seed).uniform(-0.5, 0.5, rows.X.shape) * steps
@@ -259,10 +268,11 @@ def pursued_test(method: str, data, v: np.ndarray, d_eff: float) -> dict:
     return {**stats, "p_value": p, "d_eff": float(d_eff)}
 
 
-def tests_on_rows(method: str, rows, directions, seed: int) -> list[dict]:
+def tests_on_rows(method: str, rows, directions, test: SplitTest) -> list[dict]:
     """:func:`pursued_test` of each direction on ``rows`` (a node's rows, or the sample of them it is tested on),
-    gridded columns dequantized (:func:`dequantized`, from ``seed``) and the effective dimension computed once."""
-    rows = dequantized(rows, seed)
+    gridded columns dequantized (:func:`dequantized` by ``test.grid``, from ``test.seed``) and the effective
+    dimension computed once, on the rows tested."""
+    rows = dequantized(rows, test.seed, test.grid)
     d_eff = participation_ratio(rows)
     return [pursued_test(method, rows, v, d_eff) for v in directions]
 

@@ -101,6 +101,8 @@ class HyperplaneSplitter(SplitterBase):
         )
         self.row_leaves = {} if self.refine is None else {0: self.refine.rows}
         self.room_for_both = self.parallel >= 2 * _n_starts(self.method, self.params, root.n_features)
+        if self.test is not None and not chunked:  # chunked rows: each node's own grid (no pass for the root's)
+            self.test = self.test.with_grid(rows_to_test(root, self.test.seed))
 
     # ------------------------------------------------------------------ finding
     def _on_a_worker(self, data) -> bool:
@@ -154,7 +156,7 @@ class HyperplaneSplitter(SplitterBase):
         v, _ = self.frame.from_original(rule.v, rule.b)
         rows = None if data.chunked or not has_pursued_null(self.method) else rows_to_test(data, 0)
         if rows is not None:
-            return tests_on_rows(self.method, rows, [v], 0 if self.test is None else self.test.seed)[0]
+            return tests_on_rows(self.method, rows, [v], self.test or SplitTest(0.0, 0))[0]
         return held_out_test(halves(data, 0 if self.test is None else self.test.seed, node)[1], v)
 
     # ------------------------------------------------------------------ making
@@ -311,7 +313,7 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
     if rows is not None:
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
         starts = hp.per_start or (hp,)
-        tests = tests_on_rows(method, rows, [s.v for s in starts], test.seed)
+        tests = tests_on_rows(method, rows, [s.v for s in starts], test)
         return hp._replace(per_start=tuple(s._replace(stats={**s.stats, **t}) for s, t in zip(starts, tests)))
     fit_rows, held = halves(data, test.seed, node)
     if fit_rows.n_samples < 2 or held.n_samples < 2:

@@ -83,6 +83,10 @@ class SpectralSplitter(SplitterBase):
         self.rng = np.random.default_rng(random_state)
         self.rows_per_microcluster, self.max_per_chunk = rows_per_microcluster, max_per_chunk
 
+    def begin(self, root) -> None:
+        if self.test is not None and not root.chunked and self.spread == 0:  # as HyperplaneSplitter.begin
+            self.test = self.test.with_grid(InMemoryData(root.X))
+
     def _points(self, data, seed: int):
         """``(points, weights, spread, rows to test a split on or None)``: on chunked rows, microclusters of the
         node's rows and a sample of them; in memory, the rows themselves (summaries: no rows)."""
@@ -113,7 +117,7 @@ class SpectralSplitter(SplitterBase):
         if self.test is None or rows is not None and has_pursued_null(self.method):
             split = spectral_split(X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params)
             if self.test is not None:  # tested on all of the node's rows against the pursued null
-                test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test.seed)[0]
+                test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test)[0]
         else:
             points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
             fit, held = halves(points, self.test.seed, node)
@@ -152,7 +156,7 @@ class SpectralSplitter(SplitterBase):
         u = self._in_frame(u[:, None])[:, 0]
         if not data.chunked and self.spread == 0 and has_pursued_null(self.method):
             rows = InMemoryData(data.X, data.weights)
-            return tests_on_rows(self.method, rows, [u], 0 if self.test is None else self.test.seed)[0]
+            return tests_on_rows(self.method, rows, [u], self.test or SplitTest(0.0, 0))[0]
         seed = 0 if self.test is None else self.test.seed
         return held_out_test(halves(data, seed, node)[1], u)
 
