@@ -23,6 +23,7 @@ from lowdens_dask import (
     SCPPClustering,
     build_summary,
 )
+from lowdens_dask.datasets import load_dataset
 from lowdens_dask.pursuit import Hyperplane
 
 D = 8
@@ -334,3 +335,14 @@ def test_a_split_in_one_of_several_gaps_is_kept(cls):
     for number in (2, 3):
         est.partial_fit(batch(number))
         assert np.mean(est.predict(probe) == before) >= 0.99
+
+
+def test_the_readme_updates_end_near_a_fit_of_all_rows():
+    """The README's example: pendigits' first 2,500 rows, then the rest. Each node of the update is pursued and
+    tested on the sample rows that reach it, as a fit pursues and tests on its rows."""
+    X, _ = load_dataset("pendigits")
+    fitted = MDHClustering(n_clusters="auto").fit(X)
+    nightly = MDHClustering(n_clusters="auto")
+    for batch in (X[:2500], X[2500:]):
+        nightly.partial_fit(batch)
+    assert adjusted_rand_score(fitted.labels_, nightly.predict(X)) >= 0.8

@@ -9,10 +9,9 @@ from sklearn.metrics import adjusted_rand_score
 
 import lowdens_dask as ld
 from lowdens_dask.backend import InMemoryData
-from lowdens_dask.datasets import load_dataset
 from lowdens_dask.backend.cluster_summary import SAMPLE_ROWS, ClusterSummary
-from lowdens_dask.pursuit import Hyperplane
-from lowdens_dask.pursuit import significance
+from lowdens_dask.datasets import load_dataset
+from lowdens_dask.pursuit import Hyperplane, significance
 from lowdens_dask.pursuit.significance import SplitTest, participation_ratio, pursued_pvalue
 from lowdens_dask.tree.hyperplanes import _combine
 
@@ -135,6 +134,22 @@ def test_merged_samples_keep_the_smallest_keys_and_decay_raises_old_keys():
     assert 0.6 < np.mean(decayed.sample[:, 0] > 5) < 0.73  # new rows weigh twice the old: 2/3 of the sample
     old = ClusterSummary(a[:3], np.ones(3), np.zeros(3), 3)  # a summary of an older version: no sample
     assert old.sample.shape == (0, 2) and old.data().sample is None
+
+
+def test_a_sample_that_holds_every_row_weighs_decayed_rows_by_their_weight():
+    """Two summaries of 100 rows each fit in one sample: with decay 0.5 the old rows are kept at half the weight of
+    the new ones (not as a uniform sample of equals), and the weights survive the summary's bytes."""
+    rng = np.random.default_rng(6)
+    a, b = rng.random((100, 2)), rng.random((100, 2)) + 10
+    merged = _summary(a, rng.standard_exponential(100)).merged(_summary(b, rng.standard_exponential(100)), decay=0.5)
+    assert len(merged.sample) == 200
+    weights = merged.sample_row_weights()
+    new = merged.sample[:, 0] > 5
+    np.testing.assert_allclose(weights[new], 4 / 3)
+    np.testing.assert_allclose(weights[~new], 2 / 3)
+    back = ClusterSummary.from_bytes(merged.to_bytes())
+    np.testing.assert_array_equal(back.sample_row_weights(), weights)
+    np.testing.assert_array_equal(_summary(a, rng.standard_exponential(100)).sample_row_weights(), 1.0)
 
 
 def test_summary_mode_tests_each_split_on_the_sample_rows():

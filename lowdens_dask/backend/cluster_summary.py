@@ -59,7 +59,8 @@ class ClusterSummary:
     smallest ``sample_keys``: each row draws an exponential key divided by its weight (1 for a new row), so the
     sample of two summaries merged is the union's rows of smallest key, a uniform sample of all the rows
     (Efraimidis & Spirakis, Inf. Process. Lett. 97(5), 2006), and decay, which lowers old rows' weights, raises
-    their keys. A summary of an older version has none (``k = 0``)."""
+    their keys. ``sample_weights`` are the rows' weights (1 for a new row, lowered by decay); a summary of an
+    older version has no sample (``k = 0``), or no weights (all 1)."""
 
     means: np.ndarray
     weights: np.ndarray
@@ -68,6 +69,7 @@ class ClusterSummary:
     n_updates: int = 0
     sample: np.ndarray | None = None
     sample_keys: np.ndarray | None = None
+    sample_weights: np.ndarray | None = None
 
     def __post_init__(self):
         m = self.means.shape[0]
@@ -80,11 +82,15 @@ class ClusterSummary:
             object.__setattr__(self, "sample", np.empty((0, self.means.shape[1])))
             object.__setattr__(self, "sample_keys", np.empty(0))
         k = self.sample.shape[0]
+        if self.sample_weights is None:
+            object.__setattr__(self, "sample_weights", np.ones(k))
         if self.sample.shape != (k, self.means.shape[1]) or self.sample_keys is None or self.sample_keys.shape != (k,):
             raise ValueError(
                 f"A summary's sample needs rows of shape (k, {self.means.shape[1]}) and keys of shape (k,); got "
                 f"{self.sample.shape} and {None if self.sample_keys is None else self.sample_keys.shape}."
             )
+        if self.sample_weights.shape != (k,):
+            raise ValueError(f"A summary's sample needs weights of shape ({k},); got {self.sample_weights.shape}.")
 
     @property
     def n_microclusters(self) -> int:
@@ -98,9 +104,20 @@ class ClusterSummary:
     def total_weight(self) -> float:
         return float(self.weights.sum())
 
+    def sample_row_weights(self) -> np.ndarray:
+        """The weights of the sample's rows as a sample of the weighted rows (mean 1; all 1 without decay): each row's
+        weight over its probability of being kept, ``1 - exp(-w tau)`` with ``tau`` the largest key kept when the
+        sample is full (Horvitz-Thompson), else 1 (a sample that holds every row holds them at their weights)."""
+        w = self.sample_weights
+        if not len(w) or np.all(w == w[0]):
+            return np.ones(len(w))
+        tau = self.sample_keys.max() if len(w) >= sample_size(self.n_features) else np.inf
+        weights = w / -np.expm1(-w * tau)
+        return weights / weights.mean()
+
     def data(self) -> InMemoryData:
         """The microclusters as weighted points with spread (what the tree grower takes), and the sample rows."""
-        sample = InMemoryData(self.sample) if len(self.sample) else None
+        sample = InMemoryData(self.sample, self.sample_row_weights()) if len(self.sample) else None
         return InMemoryData(self.means, self.weights, self.spread, sample=sample)
 
     def merged(self, new: ClusterSummary, decay: float | None = None) -> ClusterSummary:
@@ -115,11 +132,11 @@ class ClusterSummary:
         weights = self.weights if decay is None else self.weights * (1.0 - decay)
         keep = weights >= (0.0 if decay is None else MIN_DECAYED_WEIGHT)
         old_keys = self.sample_keys if decay is None else self.sample_keys / (1.0 - decay)
-        sample, keys = bottom_rows(
-            np.concatenate([self.sample, new.sample]),
-            np.concatenate([old_keys, new.sample_keys]),
-            sample_size(self.n_features),
-        )
+        old_sample_weights = self.sample_weights if decay is None else self.sample_weights * (1.0 - decay)
+        keys = np.concatenate([old_keys, new.sample_keys])
+        kept = np.argsort(keys, kind="stable")[: sample_size(self.n_features)]  # the smallest keys (bottom_rows)
+        sample = np.concatenate([self.sample, new.sample])[kept]
+        sample_weights = np.concatenate([old_sample_weights, new.sample_weights])[kept]
         return ClusterSummary(
             np.concatenate([self.means[keep], new.means]),
             np.concatenate([weights[keep], new.weights]),
@@ -127,7 +144,8 @@ class ClusterSummary:
             self.n_rows + new.n_rows,
             self.n_updates + 1,
             sample,
-            keys,
+            keys[kept],
+            sample_weights,
         )
 
     def bounded(self, budget: int | None, seed: int = 0) -> ClusterSummary:
@@ -138,7 +156,9 @@ class ClusterSummary:
             return self
         d = self.n_features
         counts, means, spread, _ = merge_microclusters(self.weights, self.means, self.spread * d, budget, seed)
-        return ClusterSummary(means, counts, spread / d, self.n_rows, self.n_updates, self.sample, self.sample_keys)
+        return ClusterSummary(
+            means, counts, spread / d, self.n_rows, self.n_updates, self.sample, self.sample_keys, self.sample_weights
+        )
 
     def to_bytes(self) -> bytes:
         """The summary as .npz bytes (what a run stores)."""
@@ -152,6 +172,7 @@ class ClusterSummary:
             n_updates=np.int64(self.n_updates),
             sample=self.sample,
             sample_keys=self.sample_keys,
+            sample_weights=self.sample_weights,
         )
         return buffer.getvalue()
 
@@ -159,5 +180,5 @@ class ClusterSummary:
     def from_bytes(cls, payload: bytes) -> ClusterSummary:
         """The summary :meth:`to_bytes` wrote."""
         with np.load(io.BytesIO(payload), allow_pickle=False) as f:
-            sample = (f["sample"], f["sample_keys"]) if "sample" in f.files else (None, None)
+            sample = tuple(f[key] if key in f.files else None for key in ("sample", "sample_keys", "sample_weights"))
             return cls(f["means"], f["weights"], f["spread"], int(f["n_rows"]), int(f["n_updates"]), *sample)

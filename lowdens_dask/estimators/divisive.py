@@ -86,7 +86,8 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
     def _grow_update(self, summary: ClusterSummary, old_weights: np.ndarray) -> Growth:
         """Grow ``tree_`` on the merged summary by the rules of a fit (:meth:`_rules`)."""
         frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
-        points = InMemoryData(Z, summary.weights, spread, sample=sample_in_frame(summary.sample, frame))
+        sample = sample_in_frame(summary.sample, frame, summary.sample_row_weights())
+        points = InMemoryData(Z, summary.weights, spread, sample=sample)
         rules = self._rules()
         splitter = self._splitter(frame, rules.test, points, parallel=task_slots(), original=summary.means)
         history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights, summary.sample)

@@ -21,11 +21,12 @@ from ._params import is_chunked_input, max_node_bytes
 from ._validation import single_threaded_blas
 
 
-def sample_in_frame(sample: np.ndarray | None, frame: Frame) -> InMemoryData | None:
-    """A summary's sample rows in the frame its microclusters are fitted in (None for no rows)."""
+def sample_in_frame(sample: np.ndarray | None, frame: Frame, weights: np.ndarray | None = None) -> InMemoryData | None:
+    """A summary's sample rows (and their weights, :meth:`ClusterSummary.sample_row_weights`) in the frame its
+    microclusters are fitted in (None for no rows)."""
     if sample is None or not len(sample):
         return None
-    return InMemoryData(sample if frame.mean is None else (sample - frame.mean) / frame.scale)
+    return InMemoryData(sample if frame.mean is None else (sample - frame.mean) / frame.scale, weights)
 
 
 class FramedGrowth:

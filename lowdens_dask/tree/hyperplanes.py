@@ -311,6 +311,10 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
     rows = rows_to_test(data, test.seed) if has_pursued_null(method) else None
     if rows is not None:
+        if rows is not data and not data.chunked and rows.n_samples >= data.n_samples:
+            # a summary's node with more sample rows than microclusters: pursued on the rows it is tested on, as
+            # in memory (its least size scaled to the sample), the pursuit the null was simulated for
+            min_size, data = min_size * rows.total_weight / data.total_weight, rows
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
         starts = hp.per_start or (hp,)
         tests = tests_on_rows(method, rows, [s.v for s in starts], test)
