@@ -145,11 +145,6 @@ def test_every_fit_keeps_the_summary_an_update_starts_from(in_here):
     assert set(update.attrs["metrics"]["seconds"]) == {"load_and_validate", "update", "write_labels", "metrics"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 33, open: since splits are tested on rows, this update keeps the fit's splits and 355 of the new "
-    "component's 4,024 rows stay in an old cluster (the nightly new-component acceptance point)",
-)
 def test_an_update_keeps_the_parent_runs_ids_and_never_reuses_one(in_here):
     """A run whose ids were carried over by matching (here a permutation of its tree's labels, with ids up to 11
     used before) is updated: the update's tree labels its leaves with those ids, a new cluster gets an id no run

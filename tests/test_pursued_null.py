@@ -152,6 +152,20 @@ def test_a_sample_that_holds_every_row_weighs_decayed_rows_by_their_weight():
     np.testing.assert_array_equal(_summary(a, rng.standard_exponential(100)).sample_row_weights(), 1.0)
 
 
+def test_rows_summarised_again_join_their_sample_row():
+    """A night that repeats an earlier one: its rows join the equal rows of the sample (weights summed, the smaller
+    key) instead of doubling them, so a test on the sample counts each row once."""
+    rng = np.random.default_rng(7)
+    rows = rng.random((500, 3))
+    first, again = _summary(rows, rng.standard_exponential(500)), _summary(rows, rng.standard_exponential(500))
+    merged = first.merged(again)
+    assert len(merged.sample) == 500
+    np.testing.assert_array_equal(merged.sample_weights, 2.0)
+    np.testing.assert_array_equal(np.sort(merged.sample_keys), np.sort(np.minimum(first.sample_keys, again.sample_keys)))
+    fresh = _summary(rng.random((500, 3)), rng.standard_exponential(500))
+    assert len(first.merged(fresh).sample) == 1000
+
+
 def test_summary_mode_tests_each_split_on_the_sample_rows():
     rng = np.random.default_rng(5)
     X = np.concatenate([rng.standard_normal((3000, 3)) - 6, rng.standard_normal((3000, 3)) + 6])

@@ -49,6 +49,29 @@ def bottom_rows(rows: np.ndarray, keys: np.ndarray, size: int, below: float = np
     return rows[order], keys[order]
 
 
+def _row_bytes(rows: np.ndarray) -> np.ndarray:
+    """Each row of float64 ``rows`` as one opaque value (equal rows, equal values)."""
+    rows = np.ascontiguousarray(rows, dtype=np.float64)
+    return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+
+
+def _seen_again(rows: np.ndarray, keys: np.ndarray, weights: np.ndarray, new: ClusterSummary):
+    """The sample rows of ``new`` that equal a row of the sample ``rows`` (the same row summarised again: a night's
+    input that repeats an earlier one) join that row: its weight is the sum and its key the smaller, the key of a row
+    of the summed weight (the smaller of two exponential keys of rates w1 and w2 is one of rate w1 + w2). Without
+    this the sample would hold the row twice, as two rows, and a test on it would count it twice. Returns the old
+    rows' keys and weights and which new rows joined one."""
+    again = np.zeros(len(new.sample), dtype=bool)
+    if not (len(rows) and len(new.sample)):
+        return keys, weights, again
+    _, old, seen = np.intersect1d(_row_bytes(rows), _row_bytes(new.sample), return_indices=True)
+    keys, weights = keys.copy(), weights.copy()
+    keys[old] = np.minimum(keys[old], new.sample_keys[seen])
+    weights[old] += new.sample_weights[seen]
+    again[seen] = True
+    return keys, weights, again
+
+
 @dataclass(frozen=True)
 class ClusterSummary:
     """Microclusters of the rows seen: ``means`` (m, d), row counts ``weights`` (m,) and per-dimension spread
@@ -133,10 +156,11 @@ class ClusterSummary:
         keep = weights >= (0.0 if decay is None else MIN_DECAYED_WEIGHT)
         old_keys = self.sample_keys if decay is None else self.sample_keys / (1.0 - decay)
         old_sample_weights = self.sample_weights if decay is None else self.sample_weights * (1.0 - decay)
-        keys = np.concatenate([old_keys, new.sample_keys])
+        old_keys, old_sample_weights, again = _seen_again(self.sample, old_keys, old_sample_weights, new)
+        keys = np.concatenate([old_keys, new.sample_keys[~again]])
         kept = np.argsort(keys, kind="stable")[: sample_size(self.n_features)]  # the smallest keys (bottom_rows)
-        sample = np.concatenate([self.sample, new.sample])[kept]
-        sample_weights = np.concatenate([old_sample_weights, new.sample_weights])[kept]
+        sample = np.concatenate([self.sample, new.sample[~again]])[kept]
+        sample_weights = np.concatenate([old_sample_weights, new.sample_weights[~again]])[kept]
         return ClusterSummary(
             np.concatenate([self.means[keep], new.means]),
             np.concatenate([weights[keep], new.weights]),

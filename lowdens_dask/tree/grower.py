@@ -118,6 +118,7 @@ def grow(
         tree.stabilise_labels()
         tree.update += 1
         n_before = tree.n_leaves
+        old_labels = _labels_of(tree, history.original)
         leaves = {}
         _revise(tree, tree.root, data, splitter, rules, history, leaves, report_nodes)
     keep = None if history is None else _keep_by_old_weight(history.old_weights)
@@ -126,6 +127,7 @@ def grow(
         return Growth(tree, n_leaves, n_forced, root, n_evaluations, None)
     _merge_latest(tree, rules, report_nodes)
     leaf_of = tree.apply(history.original)
+    _match_old_ids(tree, old_labels, leaf_of, history.old_weights, report_nodes)
     points = {leaf.id: np.flatnonzero(leaf_of == leaf.id) for leaf in tree.leaves()}
     new_weights = np.maximum(data.weights - history.old_weights, 0.0)
     report = {
@@ -235,10 +237,9 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
     if found is not None:
         found = found._replace(rule=oriented(found.rule, X, w, current))
         record.update(movement(node.rule, found.rule, X, w, current))
-        in_low_density = record["rerouted"] <= KEEP_REROUTED
-        if not in_low_density and isinstance(node.rule, HyperplaneRule):
+        if isinstance(node.rule, HyperplaneRule):  # a hyperplane: is the density at it still as low?
             in_low_density = still_low(node.rule, found.rule, X, w, history.spread[rows])
-        elif not in_low_density:  # a rule with no threshold: does it still separate as well as the new one?
+        elif record["rerouted"] > KEEP_REROUTED:  # a rule with no threshold: does it still separate as well?
             stats = splitter.rule_test(node.id, data, node.rule)
             new = splitter.rule_test(node.id, data, found.rule)
             in_low_density = stats["dip"] >= (1.0 - KEEP_DIP_LOSS) * new["dip"]
@@ -267,6 +268,48 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
         parts[0].sample, parts[1].sample = data.sample.take(~on_side), data.sample.take(on_side)
     for child, part in zip(node.children, parts):
         _revise(tree, tree.nodes[child], part, splitter, rules, history, leaves, report)
+
+
+def _labels_of(tree: ClusterTree, X: np.ndarray) -> np.ndarray:
+    """The cluster id of the leaf each row of ``X`` reaches."""
+    labels = tree.leaf_labels()
+    return np.array([labels[leaf] for leaf in tree.apply(X)], dtype=np.int64).reshape(-1)
+
+
+def _match_old_ids(tree: ClusterTree, old_labels: np.ndarray, leaf_of: np.ndarray, old_weights, report: list) -> None:
+    """Give each cluster id of the tree before the update to the leaf that now holds most of that id's old weight,
+    largest overlaps first, one id per leaf; a leaf left without one keeps an id of this update, or gets a new one.
+    A re-pursued split can send a subtree's old clusters down other branches than their ids took (a new component
+    between two old ones is cut off first, and they are split again below it): their rows keep their ids. The
+    update report's labels follow."""
+    leaves = tree.leaves()
+    index = {leaf.id: i for i, leaf in enumerate(leaves)}
+    ids = np.unique(old_labels)
+    overlap = np.zeros((len(ids), len(leaves)))
+    np.add.at(overlap, (np.searchsorted(ids, old_labels), [index[leaf] for leaf in leaf_of]), old_weights)
+    given: dict[int, int] = {}  # leaf position -> old id
+    for flat in np.argsort(-overlap, axis=None, kind="stable"):
+        i, j = divmod(int(flat), len(leaves))
+        if overlap[i, j] <= 0:
+            break
+        if j not in given and int(ids[i]) not in given.values():
+            given[j] = int(ids[i])
+    old_ids = set(ids.tolist())
+    kept = {j: leaf.label for j, leaf in enumerate(leaves) if j not in given and leaf.label not in old_ids}
+    # ids made by this update that no leaf keeps go first to the leaves still without one (none is skipped)
+    free = sorted(leaf.label for j, leaf in enumerate(leaves) if leaf.label not in old_ids and j not in kept)
+    renamed = {}
+    for j, leaf in enumerate(leaves):
+        label = given.get(j, kept.get(j))
+        if label is None:
+            label = free.pop(0) if free else tree._new_label()
+        if label != leaf.label:
+            renamed[leaf.label] = label
+            leaf.label = label
+    for record in report:
+        for key in ("label", "new_label"):
+            if record.get(key) in renamed:
+                record[key] = renamed[record[key]]
 
 
 def _resize(tree: ClusterTree, node: Node, X: np.ndarray, w: np.ndarray) -> None:

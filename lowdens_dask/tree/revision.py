@@ -1,12 +1,13 @@
 """How far an existing split has moved, when new rows have come (:func:`~lowdens_dask.tree.grower.grow` on a
 grown tree): the measures that decide whether a split is kept as it is or re-pursued.
 
-A node's current rule is **kept** while it still lies in low density: the re-pursued split reroutes at most
-:data:`KEEP_REROUTED` of the node's weight, or the density at the current threshold (along its normal, as a
-share of the highest density there) exceeds the re-pursued split's by at most :data:`KEEP_DENSITY`, so an index
-that jumps between equally good gaps (dePDDP's lowest minimum, iPDDP's widest gap) keeps its split. A rule with
-no threshold (SCPP's nearest projected centre) is kept while its held-out dip is within :data:`KEEP_DIP_LOSS` of
-the re-pursued one's.
+A node's current hyperplane is **kept** while it still lies in low density: the density at its threshold (along
+its normal, as a share of the highest density there) exceeds the re-pursued split's by at most
+:data:`KEEP_DENSITY`, so an index that jumps between equally good gaps (dePDDP's lowest minimum, iPDDP's widest
+gap) keeps its split, and one that now cuts a mode (a new component arrived across it) does not, however few
+of the node's rows the re-pursued split would reroute. A rule with no threshold (SCPP's nearest projected centre)
+is kept while the re-pursued split reroutes at most :data:`KEEP_REROUTED` of the node's weight, or its dip is
+within :data:`KEEP_DIP_LOSS` of the re-pursued one's.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -20,7 +21,7 @@ import numpy as np
 from .rules import HyperplaneRule, NearestCentreRule, SplitRule
 
 #: A re-pursued split that sends at most this share of its node's weight to the other side than the current
-#: rule does leaves the current rule in place ("kept").
+#: rule (one without a threshold) does leaves the current rule in place ("kept").
 KEEP_REROUTED = 0.005
 #: A current hyperplane is kept while the density at its threshold (as a share of the highest density along its
 #: normal) exceeds the re-pursued one's by at most this: it still lies in low density.
