@@ -1,8 +1,9 @@
 """``n_clusters="auto"``: calibration under a one-cluster null, power on well-separated mixtures, and cost.
 
-A leaf is split under ``n_clusters="auto"`` only if its split, found on a random half of the leaf's rows, is
-significant by Hartigan's dip test on the other half (p-value below ``significance_level``, default 0.01;
-:mod:`lowdens_dask.pursuit.significance`). Every estimator is fitted in memory on numpy arrays at its defaults
+A leaf is split under ``n_clusters="auto"`` only if its split is significant: the dip of all the leaf's rows along
+it against the pursued null, the dips the same pursuit finds in one-cluster samples of the leaf's size and effective
+dimension (p-value below ``significance_level``, default 0.01; :mod:`lowdens_dask.pursuit.significance`; SCPP and
+LMSC without a shipped table: the held-out test). Every estimator is fitted in memory on numpy arrays at its defaults
 apart from ``n_clusters`` and ``random_state``.
 
 1. **Calibration** (``calibration``): for each method, ``--draws`` independent draws (draw i: data from

@@ -275,3 +275,16 @@ def test_the_old_names_of_the_centre_parameters_work_for_one_release():
         ).fit(X)
     np.testing.assert_array_equal(old.labels_, new.labels_)
     assert "n_centres" in SCPPClustering().get_params() and "n_microclusters" in SCPPClustering().get_params()
+
+
+def test_auto_in_exact_mode_tests_each_split_on_a_sample_of_the_rows():
+    """Five unit-variance 2-D clusters, 1,500 rows in 500-row chunks: each node's split is tested on its rows'
+    sample against SCPP's pursued null (the held-out test of 38 microclusters found one cluster)."""
+    rng = np.random.default_rng(0)
+    centres = np.array([(0, 0), (15, 0), (0, 15), (15, 15), (30, 30)], dtype=float)
+    y = np.repeat(np.arange(5), 300)
+    X = centres[y] + rng.standard_normal((1500, 2))
+    model = SCPPClustering(n_clusters="auto", mode="exact").fit(da.from_array(X, chunks=(500, 2)))
+    assert model.n_clusters_ == 5
+    assert adjusted_rand_score(y, np.asarray(model.labels_)) > 0.99
+    assert model.tree_.root.stats["n_test"] == 1500

@@ -10,11 +10,13 @@ dip's least favourable unimodal shape; the larger p-value of the two is taken), 
 103(483), 2008) and its hierarchical form (Kimes et al., Biometrics 73(3), 2017) simulate theirs per node. Since
 the null is that of the largest dip over the starts, a start other than the best one may be the split made when
 only its split is significant. Columns recorded on a grid are tested as the histogram density they stand for
-(:func:`dequantized`). Where the rows are: in memory, the node's rows; in summary mode, the summary's uniform
-sample of rows (``ClusterSummary.sample``) that reaches the node; in exact mode by passes over chunks, a sample
-of the node's rows (one pass).
+(:func:`dequantized`; which columns are gridded, and their steps, is read once from the root's rows). Where the rows
+are: in memory, the node's rows; in summary mode, the summary's uniform sample of rows (``ClusterSummary.sample``)
+that reaches the node, on which the node's split is also pursued where they outnumber its microclusters; in exact
+mode by passes over chunks, a sample of the node's rows (one pass).
 
-Where no pursued null is shipped (SCPP, LMSC: see ``benchmarks/pursuit_null.py``), or a summary has no sample
+Where no pursued null is shipped (LMSC: see ``benchmarks/pursuit_null.py``; SCPP's is on a coarser grid of
+dimensions, from 30 draws a cell), or a summary has no sample
 (one stored by an older version), the split is found on a random half of the node's points and tested on the
 other half (sample splitting, as in Cox, Biometrika 62(2), 1975): given the direction, the held-out half is an
 independent sample, so the dip test calibrated on the uniform gives a valid p-value. Summaries (microclusters
