@@ -7,7 +7,9 @@ its starts (SCPP, LMSC: ``spectral_split`` with the estimator's defaults, and it
 directions of the valid starts (0 when no start is valid), and its effective dimension is the participation
 ratio of the sample's covariance (:func:`lowdens_dask.pursuit.significance.participation_ratio`), by which the
 table is looked up. Per (shape, n, d) the table keeps the share of draws with a valid split, the median and the
-scale (90% quantile minus median) of the statistic over those draws and their mean effective dimension; the
+scale (90% quantile minus median) of the statistic over the valid draws of that size and its two neighbours in
+the grid (``sqrt(n)`` times the dip is nearly constant in n: three sizes' draws estimate the tail's scale with
+less noise than one's 120), and their mean effective dimension; the
 standardised statistic ``(T - median) / scale``, pooled over the cells with at least 10 valid draws, gives the
 tail's shape (:func:`lowdens_dask.pursuit.significance.pursued_pvalue`).
 
@@ -16,6 +18,7 @@ separate processes; ``--write`` merges the saved files into the shipped table.
 
     python benchmarks/pursuit_null.py --methods mdh --draws 120        # simulate one index
     python benchmarks/pursuit_null.py --methods scpp --draws 30 --dimensions 1,2,4,8,16,32,64
+    python benchmarks/pursuit_null.py --methods lmsc --draws 20 --dimensions 1,2,4,16,64 --sizes 16,64,256,1024,4096
     python benchmarks/pursuit_null.py --write                          # merge every saved index
 """
 
@@ -65,13 +68,13 @@ def statistic(method: str, X: np.ndarray, est) -> tuple[float, float]:
     return (np.sqrt(len(X)) * max(dips) if dips else 0.0), participation_ratio(data)
 
 
-def simulate(method: str, draws: int, work: Path, dimensions=DIMENSIONS) -> None:
+def simulate(method: str, draws: int, work: Path, dimensions=DIMENSIONS, sizes=SIZES) -> None:
     est = ESTIMATORS[method](n_clusters="auto")
     out = {}
     for s, shape in enumerate(NULL_SHAPES):
-        T = np.zeros((len(SIZES), len(dimensions), draws))
+        T = np.zeros((len(sizes), len(dimensions), draws))
         D = np.zeros_like(T)
-        for i, n in enumerate(SIZES):
+        for i, n in enumerate(sizes):
             start = time.perf_counter()
             for j, d in enumerate(dimensions):
                 rng = np.random.default_rng([s, n, d])
@@ -79,7 +82,7 @@ def simulate(method: str, draws: int, work: Path, dimensions=DIMENSIONS) -> None
                     T[i, j, k], D[i, j, k] = statistic(method, sample(shape, n, d, rng), est)
             print(f"{method} {shape} n={n}: {time.perf_counter() - start:.1f} s", flush=True)
         out[f"{shape}.T"], out[f"{shape}.D"] = T, D
-    np.savez_compressed(work / f"{method}.npz", n=np.array(SIZES), d=np.array(dimensions), **out)
+    np.savez_compressed(work / f"{method}.npz", n=np.array(sizes), d=np.array(dimensions), **out)
 
 
 def table(raw) -> dict:
@@ -90,12 +93,14 @@ def table(raw) -> dict:
         valid = (T > 0).mean(axis=2)
         median, scale, pooled = np.zeros(valid.shape), np.ones(valid.shape), []
         for i, j in np.ndindex(valid.shape):
-            t = T[i, j][T[i, j] > 0]
+            near = T[max(i - 1, 0) : i + 2, j]  # this size and its neighbours (sqrt(n) dip is nearly constant in n)
+            t = near[near > 0]
             if t.size:
                 median[i, j] = np.median(t)
                 scale[i, j] = max(np.quantile(t, 0.9) - median[i, j], 1e-3)
-            if t.size >= MIN_VALID:
-                pooled.append((t - median[i, j]) / scale[i, j])
+            own = T[i, j][T[i, j] > 0]
+            if own.size >= MIN_VALID:
+                pooled.append((own - median[i, j]) / scale[i, j])
         out[f"{shape}.valid"], out[f"{shape}.median"], out[f"{shape}.scale"] = valid, median, scale
         out[f"{shape}.d_eff"] = np.maximum.accumulate(D.mean(axis=2), axis=1)  # increasing in d, as looked up
         out[f"{shape}.z"] = np.maximum.accumulate(np.quantile(np.concatenate(pooled), PROBABILITIES))
@@ -120,6 +125,7 @@ def main(argv=None) -> None:
         "--dimensions", default=",".join(map(str, DIMENSIONS)), help="comma list of the grid's dimensions (a coarser "
         "grid for the costly spectral indices; the table is looked up by the draws' effective dimension)"
     )
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma list of the grid's sizes")
     parser.add_argument("--work", default=str(REPO_ROOT / "benchmarks" / "results" / "pursuit-null"))
     parser.add_argument("--write", action="store_true", help="merge the saved draws into the shipped table")
     args = parser.parse_args(argv)
@@ -127,7 +133,8 @@ def main(argv=None) -> None:
     work.mkdir(parents=True, exist_ok=True)
     warnings.simplefilter("ignore")
     for method in filter(None, args.methods.split(",")):
-        simulate(method, args.draws, work, tuple(int(d) for d in args.dimensions.split(",")))
+        dimensions, sizes = (tuple(int(v) for v in text.split(",")) for text in (args.dimensions, args.sizes))
+        simulate(method, args.draws, work, dimensions, sizes)
     if args.write:
         print("wrote", write(work))
 

@@ -12,7 +12,8 @@ the null is that of the largest dip over the starts, a start other than the best
 only its split is significant. Columns recorded on a grid are tested as the histogram density they stand for
 (:func:`dequantized`; which columns are gridded, and their steps, is read once from the root's rows). Where the rows
 are: in memory, the node's rows; in summary mode, the summary's uniform sample of rows (``ClusterSummary.sample``)
-that reaches the node, on which the node's split is also pursued where they outnumber its microclusters; in exact
+that reaches the node, on which the node's split is also pursued while the sample holds every row summarised
+(memory-sized data; beyond, on the node's microclusters); in exact
 mode by passes over chunks, a sample of the node's rows (one pass).
 
 Where no pursued null is shipped (LMSC: see ``benchmarks/pursuit_null.py``; SCPP's is on a coarser grid of
@@ -51,12 +52,15 @@ SUMMARY_TEST_ROWS = 1_000_000
 
 class SplitTest(NamedTuple):
     """How ``n_clusters="auto"`` tests a node's split: the significance level, the seed of the halves and of the
-    dequantizing noise, and the grid steps of the columns (:func:`grid_steps` of the root's rows; None: each node's
-    own), set when growth begins (:meth:`with_grid`)."""
+    dequantizing noise, and, set when growth begins, the grid steps of the columns (:func:`grid_steps` of the
+    root's rows, :meth:`with_grid`; None: each node's own) and whether a summary's nodes are pursued on their
+    sample rows."""
 
     level: float
     seed: int
     grid: tuple | None = None
+    #: a summary's nodes are pursued on their sample rows (set when the sample holds every row summarised)
+    on_sample: bool = False
 
     def with_grid(self, root_rows) -> SplitTest:
         """This test with the grid steps of ``root_rows`` (the rows the root is tested on; None: unchanged). A

@@ -33,6 +33,7 @@ import numpy as np
 from dask.base import tokenize
 
 from ..backend import InMemoryData
+from ..backend.cluster_summary import sample_size
 from ..backend.frame import Frame
 from ..backend.workers import large_allocations_from_the_heap
 from ..indices import get_index
@@ -103,6 +104,11 @@ class HyperplaneSplitter(SplitterBase):
         self.room_for_both = self.parallel >= 2 * _n_starts(self.method, self.params, root.n_features)
         if self.test is not None and not chunked:  # chunked rows: each node's own grid (no pass for the root's)
             self.test = self.test.with_grid(rows_to_test(root, self.test.seed))
+            # a summary whose sample holds every row it summarised (fewer than the sample's size): memory-sized
+            # data, whose nodes are pursued on their rows, as in memory; beyond, on the microclusters
+            sample = root.sample
+            complete = sample is not None and sample.n_samples < sample_size(root.n_features)
+            self.test = self.test._replace(on_sample=complete)
 
     # ------------------------------------------------------------------ finding
     def _on_a_worker(self, data) -> bool:
@@ -311,9 +317,9 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
     rows = rows_to_test(data, test.seed) if has_pursued_null(method) else None
     if rows is not None:
-        if rows is not data and not data.chunked and rows.n_samples >= data.n_samples:
-            # a summary's node with more sample rows than microclusters: pursued on the rows it is tested on, as
-            # in memory (its least size scaled to the sample), the pursuit the null was simulated for
+        if test.on_sample and rows is not data and not data.chunked:
+            # a summary's node of memory-sized data: pursued on the rows it is tested on, as in memory (its least
+            # size scaled to the sample), the pursuit the null was simulated for
             min_size, data = min_size * rows.total_weight / data.total_weight, rows
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
         starts = hp.per_start or (hp,)
