@@ -49,10 +49,14 @@ def bottom_rows(rows: np.ndarray, keys: np.ndarray, size: int, below: float = np
     return rows[order], keys[order]
 
 
-def _row_bytes(rows: np.ndarray) -> np.ndarray:
-    """Each row of float64 ``rows`` as one opaque value (equal rows, equal values)."""
-    rows = np.ascontiguousarray(rows, dtype=np.float64)
-    return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+def _row_hashes(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row's float64 bits (FNV-1a over the columns): equal rows, equal hashes."""
+    bits = np.ascontiguousarray(rows, dtype=np.float64).view(np.uint64)
+    hashes = np.full(len(rows), 0xCBF29CE484222325, dtype=np.uint64)
+    for column in bits.T:
+        hashes ^= column
+        hashes *= np.uint64(0x100000001B3)
+    return hashes
 
 
 def _seen_again(rows: np.ndarray, keys: np.ndarray, weights: np.ndarray, new: ClusterSummary):
@@ -64,7 +68,9 @@ def _seen_again(rows: np.ndarray, keys: np.ndarray, weights: np.ndarray, new: Cl
     again = np.zeros(len(new.sample), dtype=bool)
     if not (len(rows) and len(new.sample)):
         return keys, weights, again
-    _, old, seen = np.intersect1d(_row_bytes(rows), _row_bytes(new.sample), return_indices=True)
+    _, old, seen = np.intersect1d(_row_hashes(rows), _row_hashes(new.sample), return_indices=True)
+    same = np.all(rows[old] == new.sample[seen], axis=1)  # equal hashes of unequal rows stay apart
+    old, seen = old[same], seen[same]
     keys, weights = keys.copy(), weights.copy()
     keys[old] = np.minimum(keys[old], new.sample_keys[seen])
     weights[old] += new.sample_weights[seen]
