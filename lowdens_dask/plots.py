@@ -670,7 +670,7 @@ def plot_shares(report: dict) -> Figure:
     if not leaves:
         raise ValueError("The report has no per-cluster shares: it is a fit's (update 0), not an update's.")
     ids = [leaf["label"] for leaf in leaves]
-    before = np.array([leaf["share_before"] for leaf in leaves])
+    before = np.array([leaf["share_before"] or 0.0 for leaf in leaves])  # None: no old weight left (no bar)
     new = np.array([leaf["share_new"] for leaf in leaves])
     made = {
         node["new_label"] for node in report.get("nodes", []) if node.get("action") == "split" and "new_label" in node
@@ -696,6 +696,8 @@ def plot_shares(report: dict) -> Figure:
     if drift:
         title += (f"\ndrift: PSI {drift['psi']:.3g}, chi-square {drift['chi2']:.4g} on {drift['dof']} d.o.f. "
                   f"(p = {drift['p_value']:.3g})")  # fmt: skip
+    elif report.get("drift_note"):
+        title += f"\nno drift: {report['drift_note']}"
     ax.set_title(title, fontsize=10)
     return fig
 

@@ -20,7 +20,7 @@ def _finite_or_none(value) -> float | None:
 
 def tree_metrics(tree: ClusterTree) -> dict:
     """Tree size (``n_leaves``: the number of clusters found), per internal node its size, index value (fval),
-    relative depth and, for ``n_clusters="auto"``, its split's held-out dip test (``dip``, ``p_value``,
+    relative depth and, for ``n_clusters="auto"``, its split's dip test (``dip``, ``p_value``,
     ``n_test``); and the leaves' tests of their would-be splits (``leaf_tests``), which were not significant
     (JSON-ready)."""
     nodes = sorted(tree.nodes.values(), key=lambda n: n.id)
@@ -43,7 +43,7 @@ def tree_metrics(tree: ClusterTree) -> dict:
 
 
 def _test(node) -> dict:
-    """A node's held-out dip test (n_clusters="auto"), or nothing."""
+    """A node's dip test (n_clusters="auto"), or nothing."""
     if "dip" not in node.stats:
         return {}
     return {key: _finite_or_none(node.stats[key]) for key in ("dip", "p_value", "n_test")}
@@ -80,15 +80,22 @@ def describe_update(report: dict) -> list[str]:
             f"drift of the partition: PSI {drift['psi']:.3g}, chi-square {drift['chi2']:.4g} on {drift['dof']} "
             f"degrees of freedom (p = {drift['p_value']:.3g})"
         )
+    elif report.get("drift_note"):
+        lines.append(f"no drift of the partition: {report['drift_note']}")
     lines += [f"node {node['node']}: {_action(node)}" for node in report.get("nodes", [])]
     leaves = report.get("leaves", [])
     if leaves:
         lines.append("cluster  leaf node  share before  share of the new rows")
         lines += [
-            f"{leaf['label']:>7}  {leaf['node']:>9}  {leaf['share_before']:>12.2%}  {leaf['share_new']:>21.2%}"
+            f"{leaf['label']:>7}  {leaf['node']:>9}  {_share(leaf['share_before']):>12}  {leaf['share_new']:>21.2%}"
             for leaf in leaves
         ]
     return lines
+
+
+def _share(share: float | None) -> str:
+    """A share as a percentage, or a dash where there is none (no old weight left)."""
+    return "-" if share is None else f"{share:.2%}"
 
 
 def _action(node: dict) -> str:
@@ -108,4 +115,4 @@ def _action(node: dict) -> str:
     else:
         text = action
     p_value = node.get("p_value")
-    return text if p_value is None else f"{text} (held-out dip test p = {p_value:.3g})"
+    return text if p_value is None else f"{text} (dip test p = {p_value:.3g})"

@@ -346,3 +346,24 @@ def test_the_readme_updates_end_near_a_fit_of_all_rows():
     for batch in (X[:2500], X[2500:]):
         nightly.partial_fit(batch)
     assert adjusted_rand_score(fitted.labels_, nightly.predict(X)) >= 0.8
+
+
+def test_an_update_after_decay_took_every_old_row_makes_up_no_shares_or_drift():
+    """Issue 34, item 7: decay=0.99 drops every old microcluster; the report gave shares before of [0.5, 0.5] and
+    a chi-square drift of p = 2e-106 for an unchanged 70/30 mixture. Now: no shares before, no drift, a note, and
+    the clusters keep their ids."""
+    rng = np.random.default_rng(0)
+
+    def mixture(n):
+        first = rng.random(n) < 0.7
+        return np.where(first[:, None], rng.normal(size=(n, 2)), rng.normal(size=(n, 2)) + [10, 0])
+
+    est = PDDP(n_clusters="auto", decay=0.99)
+    est.partial_fit(mixture(200))
+    ids = set(est.tree_.leaf_labels().values())
+    est.partial_fit(mixture(3000))
+    report = est.update_report_
+    assert report["drift"] is None and "decay" in report["drift_note"]
+    assert all(leaf["share_before"] is None for leaf in report["leaves"])
+    assert sorted(leaf["share_new"] for leaf in report["leaves"]) == pytest.approx([0.3, 0.7], abs=0.03)
+    assert set(est.tree_.leaf_labels().values()) == ids

@@ -7,7 +7,7 @@ tree.
 Each step at a node answers one of:
 
 - **keep** (updates only): the node's rule stays as it is while it still lies in low density
-  (:mod:`lowdens_dask.tree.revision`) and, for ``n_clusters="auto"``, its held-out test is still significant;
+  (:mod:`lowdens_dask.tree.revision`) and, for ``n_clusters="auto"``, its test is still significant;
 - **re-pursue** (updates only): the split found from the node's current rule replaces it;
 - **merge** (updates, where :attr:`GrowthRules.merge` allows it): a node with neither a kept nor a valid
   re-pursued rule becomes a leaf, with the cluster id of its largest leaf; and where a leaf count is asked
@@ -58,7 +58,7 @@ class GrowthRules(NamedTuple):
     no cap). ``leaf_order(node, data, found)`` scores a leaf, larger first (the ``split_index`` parameter) (``found`` is the splitter's own result, None
     for a leaf not yet searched when ``lazy``). ``merge``: an update may merge back splits that are no longer
     valid (``"auto"`` and None); with an integer ``n_clusters`` the leaf count is the user's and splits only move.
-    ``test``: the held-out test of ``"auto"``, or None."""
+    ``test``: the significance test of ``"auto"``, or None."""
 
     n_clusters: int | None
     leaf_order: Callable = by_size
@@ -278,7 +278,8 @@ def _labels_of(tree: ClusterTree, X: np.ndarray) -> np.ndarray:
 
 def _match_old_ids(tree: ClusterTree, old_labels: np.ndarray, leaf_of: np.ndarray, old_weights, report: list) -> None:
     """Give each cluster id of the tree before the update to the leaf that now holds most of that id's old weight,
-    largest overlaps first, one id per leaf; a leaf left without one keeps an id of this update, or gets a new one.
+    largest overlaps first, one id per leaf; a leaf left without one keeps its own where no other leaf took it,
+    else gets an id this update made and no leaf kept, or a new one.
     A re-pursued split can send a subtree's old clusters down other branches than their ids took (a new component
     between two old ones is cut off first, and they are split again below it): their rows keep their ids. The
     update report's labels follow."""
@@ -294,8 +295,9 @@ def _match_old_ids(tree: ClusterTree, old_labels: np.ndarray, leaf_of: np.ndarra
             break
         if j not in given and int(ids[i]) not in given.values():
             given[j] = int(ids[i])
-    old_ids = set(ids.tolist())
-    kept = {j: leaf.label for j, leaf in enumerate(leaves) if j not in given and leaf.label not in old_ids}
+    old_ids, taken = set(ids.tolist()), set(given.values())
+    # a leaf given no old id keeps its own unless another leaf took it (an id whose old weight decay took away)
+    kept = {j: leaf.label for j, leaf in enumerate(leaves) if j not in given and leaf.label not in taken}
     # ids made by this update that no leaf keeps go first to the leaves still without one (none is skipped)
     free = sorted(leaf.label for j, leaf in enumerate(leaves) if leaf.label not in old_ids and j not in kept)
     renamed = {}

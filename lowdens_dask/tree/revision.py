@@ -26,7 +26,7 @@ KEEP_REROUTED = 0.005
 #: A current hyperplane is kept while the density at its threshold (as a share of the highest density along its
 #: normal) exceeds the re-pursued one's by at most this: it still lies in low density.
 KEEP_DENSITY = 0.05
-#: A current rule without a threshold (nearest projected centre) is kept while the held-out dip along it is at least
+#: A current rule without a threshold (nearest projected centre) is kept while the dip along it is at least
 #: this much less than along the re-pursued rule's.
 KEEP_DIP_LOSS = 0.1
 #: Points of the projection where :func:`_density_share` looks for the highest density.

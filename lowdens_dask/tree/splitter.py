@@ -2,7 +2,7 @@
 node's split, and how it makes one.
 
 A splitter holds everything about its family: the index and its parameters, the frame its points are in,
-the held-out test of ``n_clusters="auto"`` (:class:`~lowdens_dask.pursuit.significance.SplitTest`), how it
+the significance test of ``n_clusters="auto"`` (:class:`~lowdens_dask.pursuit.significance.SplitTest`), how it
 reaches a node's rows (in memory, by passes over chunks, in Dask tasks). The grower holds none of it: it
 chooses the leaves, asks :meth:`Splitter.find` for their splits, judges them by :attr:`Candidate.valid`, and
 changes the tree with what :meth:`Splitter.cut` returns. Splitters: :class:`~lowdens_dask.tree.hyperplanes.
@@ -22,7 +22,7 @@ from .rules import SplitRule
 
 class Candidate(NamedTuple):
     """A split found for a node: its rule in the tree's (original) coordinates, the pursuit's parameters and
-    statistics (the held-out test's included), and whether it is valid (its index accepts it and, for
+    statistics (the significance test's included), and whether it is valid (its index accepts it and, for
     ``"auto"``, it is significant: :func:`~lowdens_dask.pursuit.significance.is_significant`)."""
 
     rule: SplitRule
@@ -51,7 +51,7 @@ class Splitter(Protocol):
     splitter's own form (:class:`~lowdens_dask.backend.InMemoryData` for points in memory)."""
 
     method: str
-    #: whether a split must pass a held-out test (``n_clusters="auto"``): leaves then record their would-be split
+    #: whether a split must pass a significance test (``n_clusters="auto"``): leaves then record their would-be split
     tested: bool
 
     def begin(self, root: Any) -> None:
