@@ -367,3 +367,39 @@ def test_an_update_after_decay_took_every_old_row_makes_up_no_shares_or_drift():
     assert all(leaf["share_before"] is None for leaf in report["leaves"])
     assert sorted(leaf["share_new"] for leaf in report["leaves"]) == pytest.approx([0.3, 0.7], abs=0.03)
     assert set(est.tree_.leaf_labels().values()) == ids
+
+
+def _two_blobs():
+    rng = np.random.default_rng(0)
+    return np.vstack([rng.normal(size=(300, 3)), rng.normal(size=(300, 3)) + 8])
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_partial_fit_checks_in_memory_input_as_fit_does(first):
+    """Issue 34, item 10: a list was refused ("Expected a dask array"), a 1-D array or a sparse matrix raised
+    IndexError. Now: a list is accepted, and 1-D or sparse input gets fit's own error, on the first call or later."""
+    from scipy import sparse
+
+    X = _two_blobs()
+    est = MDHClustering(n_clusters="auto")
+    if first:
+        est.partial_fit(X)
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+        est.partial_fit(X[:, 0] if not first else X[0])
+    with pytest.raises(TypeError, match="Sparse data was passed"):
+        est.partial_fit(sparse.csr_matrix(X[:50]))
+    est.partial_fit(X[:50].tolist())
+    assert est.n_clusters_ >= 1 and len(est.labels_) == 50
+
+
+@pytest.mark.parametrize("batch", ["one row", "10 identical", "1000 identical"])
+def test_an_update_merges_a_batch_of_one_row_or_of_identical_rows(batch):
+    """Issue 34, item 11: an update batch of one row was refused ("at least 2 are needed") and one of identical rows
+    ("Every feature of X is constant"): messages meant for a first fit. An update merges them."""
+    X = _two_blobs()
+    rows = {"one row": X[:1], "10 identical": np.repeat(X[:1], 10, 0), "1000 identical": np.repeat(X[:1], 1000, 0)}
+    est = MDHClustering(n_clusters="auto").partial_fit(X)
+    est.partial_fit(rows[batch])
+    assert est.summary_.n_rows == len(X) + len(rows[batch])
+    assert est.n_clusters_ == 2 and est.update_report_["update"] == 1
+    np.testing.assert_array_equal(est.labels_, est.predict(rows[batch]))

@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._warnings import warn
 from ..backend import as_dask_array
@@ -49,7 +49,7 @@ from ._summary_pass import (
     summarise,
     summary_of_rows,
 )
-from ._validation import check_fit_rows, labels_with_skipped, predict_rows
+from ._validation import check_fit_rows, labels_with_skipped, predict_rows, reject_strings
 
 #: Fitted attributes a new fit forgets (the others are all set again).
 _FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "_rows_fitted")
@@ -273,12 +273,13 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         (one pass), merges them into ``summary_`` (with ``decay``, the rows seen before keep ``1 - decay`` of
         their weight) and grows ``tree_`` on the merged summary by the rules of :meth:`fit`
         (:func:`lowdens_dask.tree.grower.grow`): each split is re-pursued from its rule, and kept as it is while it
-        still lies in low density and, for ``n_clusters="auto"``, is still significant on held-out microclusters;
-        with ``"auto"`` (or None) a split that is no longer significant (valid) is merged back; then leaves are
-        split by ``split_index``, ``force_n_clusters`` and ``max_clusters`` as in a fit, up to ``n_clusters`` (an
-        integer: the tree grows, or merges back its latest splits, to that many leaves). Cluster ids are stable:
-        an unchanged leaf keeps its id, a split leaf's id goes to the child with most of its old weight, a merged
-        leaf takes the id of its largest leaf, and ids are never reused, so ids need not be 0..K-1. ``labels_``
+        still lies in low density and, for ``n_clusters="auto"``, is still significant on the summary's sample rows
+        that reach it; with ``"auto"`` (or None) a split that is no longer significant (valid) is merged back; then
+        leaves are split by ``split_index``, ``force_n_clusters`` and ``max_clusters`` as in a fit, up to
+        ``n_clusters`` (an integer: the tree grows, or merges back its latest splits, to that many leaves). Cluster
+        ids are stable: each id goes to the leaf that holds most of its old weight, a leaf that holds none keeps its
+        own, and ids are never reused, so ids need not be 0..K-1. X is checked as :meth:`fit` checks it; a later
+        call's batch may be one row, or identical rows (they are merged, not split). ``labels_``
         are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and ``tree_.update`` counts the
         updates (each node records ``created`` and ``changed``).
 
@@ -290,6 +291,9 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         """
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported by partial_fit (the summary carries the weights).")
+        if not is_chunked_input(X):  # in memory: what fit accepts (lists, 2-D arrays), with fit's errors
+            reject_strings(X)
+            X = check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, input_name="X")
         self._check_params()
         check_scale_out_params(self)
         if hasattr(self, "tree_"):
@@ -328,13 +332,13 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         check_worker_memory(chunk_bytes(arr))
         start = time.perf_counter()
         if is_small_input(arr):
-            rows, weights, n_nonfinite = read_small_input(self, arr)
+            rows, weights, n_nonfinite = read_small_input(self, arr, update=True)
             new = rows_summary(rows, weights, arr.shape[0])
         else:
             seed = np.random.default_rng(
                 [check_random_state(self.random_state).randint(2**31 - 1), self.tree_.update + 1]
             )
-            done = summarise(self, arr, int(seed.integers(2**31 - 1)))
+            done = summarise(self, arr, int(seed.integers(2**31 - 1)), update=True)
             new, n_nonfinite = done.summary, done.n_nonfinite
         summarised = time.perf_counter()
         merged = self.summary_.merged(new, self.decay)

@@ -107,20 +107,25 @@ def check_nonfinite(est, n_nonfinite: int, n_rows: int) -> None:
         )
 
 
-def check_enough_rows(n_finite: int, n_rows: int) -> None:
-    """At least two finite rows: the one limit every method has in memory (two rows make two clusters)."""
-    if n_finite < 2:
+def check_enough_rows(n_finite: int, n_rows: int, least: int = 2) -> None:
+    """At least two finite rows: the one limit every method has in memory (two rows make two clusters); an
+    update's batch needs one (``least``)."""
+    if n_finite < least:
         aside = f" ({n_rows - n_finite} of {n_rows} set aside for NaN/inf)" if n_rows > n_finite else ""
-        raise ValueError(f"X has {n_finite} finite row{'' if n_finite == 1 else 's'}{aside}; at least 2 are needed.")
+        needed = "at least 2 are needed" if least == 2 else "an update needs at least 1"
+        raise ValueError(f"X has {n_finite} finite row{'' if n_finite == 1 else 's'}{aside}; {needed}.")
 
 
-def summarise(est, arr: da.Array, seed: int) -> SummaryPass:
-    """The summarising pass, with the NaN/inf policy applied."""
+def summarise(est, arr: da.Array, seed: int, update: bool = False) -> SummaryPass:
+    """The summarising pass, with the NaN/inf policy applied. A fit needs rows to split (two finite rows, two
+    microclusters); an update's batch (``update``) only rows to merge: one finite row, or many identical ones."""
     done = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed, est.max_microclusters)
     summary = done.summary
     check_nonfinite(est, done.n_nonfinite, summary.n_rows)
     n_finite = summary.n_rows - done.n_nonfinite
-    check_enough_rows(n_finite, summary.n_rows)
+    check_enough_rows(n_finite, summary.n_rows, 1 if update else 2)
+    if update:
+        return done
     k = summary.n_microclusters
     if k == 1 and not np.any(summary.spread > 0):
         # one microcluster with no spread: every finite row is the same point, as the in-memory check says
@@ -141,16 +146,20 @@ def is_small_input(arr: da.Array) -> bool:
     return bool(np.isfinite(n)) and n <= SMALL_INPUT_ROWS and n * d * 8 <= SMALL_INPUT_BYTES
 
 
-def read_small_input(est, arr: da.Array) -> tuple[np.ndarray, np.ndarray, int]:
+def read_small_input(est, arr: da.Array, update: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Small chunked input in memory (one pass): ``(X, weights, n_nonfinite)``, the finite rows checked as the
-    in-memory path checks them, the NaN/inf policy applied as in summary and exact mode."""
+    in-memory path checks them, the NaN/inf policy applied as in summary and exact mode. An update's batch
+    (``update``) may be one row, or identical rows: it is merged, not split."""
     from ._validation import check_fit_input
 
     x = np.asarray(arr.compute())
     finite = np.isfinite(x).all(axis=1)
     n_nonfinite = int(finite.size - finite.sum())
     check_nonfinite(est, n_nonfinite, x.shape[0])
-    check_enough_rows(x.shape[0] - n_nonfinite, x.shape[0])
+    check_enough_rows(x.shape[0] - n_nonfinite, x.shape[0], 1 if update else 2)
+    if update:
+        X = np.ascontiguousarray(x if n_nonfinite == 0 else x[finite], dtype=np.float64)
+        return X, np.ones(X.shape[0]), n_nonfinite
     X, weights = check_fit_input(est, x if n_nonfinite == 0 else x[finite], None)
     return X, weights, n_nonfinite
 
