@@ -178,3 +178,13 @@ def test_far_group_is_seeded_on_its_own(seed, monkeypatch):
     new_counts, new_means, _, _ = merge_microclusters(counts, means, spread, 100, seed)
     far = np.flatnonzero(new_means.mean(axis=1) > 20)
     assert far.size >= 1 and new_counts[far].sum() == counts[-6:].sum()
+
+
+def test_max_microclusters_bounds_a_summary_made_by_one_task():
+    """Issue 34, item 9: with one summarising task (2,000 rows) no reduction ran, so the summary kept 64
+    microclusters whatever max_microclusters said, in a fit and in partial_fit's first call."""
+    X = np.random.default_rng(0).normal(size=(2000, 3))
+    model = MDHClustering(mode="summary", max_microclusters=16).fit(X)
+    assert model.summary_.n_microclusters == 16 and model.n_microclusters_ == 16
+    nightly = MDHClustering(max_microclusters=16).partial_fit(X)
+    assert nightly.summary_.n_microclusters == 16

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..kernels.summaries import merge_microclusters, microclusters
 from .cluster_summary import ClusterSummary, bottom_rows, key_threshold, sample_keys, sample_size
-from .passes import chunk_tasks, tree_reduce
+from .passes import chunk_tasks, delayed_task, tree_reduce
 from .workers import compute
 
 
@@ -142,6 +142,8 @@ def summarise_chunks(
     shared = (rows_per_microcluster, max_per_chunk, (size, key_threshold(sum(chunks), size)))
     parts = chunk_tasks(name, X, _chunk_microclusters, bounds, shared, [(int(s),) for s in seeds])
     combine = functools.partial(_merge_summaries, sum(chunks), budget, size, int(seed))
+    if len(parts) == 1:  # one task: its summary is still merged down to the budget (no reduction would)
+        parts = [delayed_task(combine)(parts[0], dask_key_name=f"{name}-combine")]
     reduced = compute(tree_reduce(parts, combine, name))[0]
     counts, means, spread, representatives, sample, keys, n_rows, n_nonfinite = reduced
     summary = ClusterSummary(
