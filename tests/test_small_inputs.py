@@ -106,3 +106,14 @@ def test_a_summary_too_small_names_microclusters_not_rows(name):
     with pytest.raises(ValueError, match=r"has 1 microcluster \(one per rows_per_microcluster=1000 rows") as error:
         fitted(name, da.from_array(X, chunks=(len(X), 3)), mode="summary", rows_per_microcluster=1000)
     assert "300 finite rows; at least 2 are needed" not in str(error.value)
+
+
+@pytest.mark.parametrize("mode", ["exact", "summary"])
+@pytest.mark.parametrize("n_clusters", ["auto", 3])
+def test_identical_rows_in_chunks_are_refused_as_in_memory(mode, n_clusters):
+    """Issue 34, item 12: 3,000 identical rows in 500-row chunks were "fitted" as one cluster in exact and summary
+    mode (with n_clusters=3, only a warning); in memory they get the constant-features error, and now in every
+    mode."""
+    X = np.full((3000, 3), 3.3)
+    with pytest.raises(ValueError, match="Every feature of X is constant"):
+        METHODS["mdh"].clustering(n_clusters=n_clusters, mode=mode).fit(da.from_array(X, chunks=500))

@@ -59,6 +59,11 @@ def _can_update(est) -> bool:
     return est._updatable
 
 
+#: Exact mode on chunked rows: a column whose standard deviation is at most this share of its mean's size is
+#: constant (the mean of identical rows, summed over chunks, can differ from them in the last bits).
+CONSTANT_RTOL = 64 * np.finfo(np.float64).eps
+
+
 class TreeClustering(ClusterMixin, BaseEstimator):
     """Base of the tree estimators: :meth:`fit`, :meth:`partial_fit` and :meth:`predict` (module docstring).
 
@@ -98,6 +103,9 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         root = ChunkedNode(arr)
         check_nonfinite(self, root.n_nonfinite, arr.shape[0])
         check_enough_rows(root.n_samples, arr.shape[0])
+        spread = np.sqrt(np.diag(root.scatter_matrix()) / root.n_samples)  # the pass the growth needs first
+        if np.all(spread <= CONSTANT_RTOL * np.abs(root.mean())):  # every row the same point, up to rounding
+            raise ValueError("Every feature of X is constant; there is no direction to split along.")
         return self._grow_node(root), root.n_nonfinite, root.counter
 
     def _check_chunked(self) -> None:

@@ -127,8 +127,8 @@ def summarise(est, arr: da.Array, seed: int, update: bool = False) -> SummaryPas
     if update:
         return done
     k = summary.n_microclusters
-    if k == 1 and not np.any(summary.spread > 0):
-        # one microcluster with no spread: every finite row is the same point, as the in-memory check says
+    if not np.any(np.ptp(summary.means, axis=0) > 0) and not np.any(summary.spread > 0):
+        # microclusters at one point with no spread: every finite row is the same point, as the in-memory check says
         raise ValueError("Every feature of X is constant; there is no direction to split along.")
     if k < 2:
         raise ValueError(
