@@ -118,7 +118,7 @@ def grow(
         tree.stabilise_labels()
         tree.update += 1
         n_before = tree.n_leaves
-        old_labels = _labels_of(tree, history.original)
+        old_labels = tree.predict(history.original)
         leaves = {}
         _revise(tree, tree.root, data, splitter, rules, history, leaves, report_nodes)
     keep = None if history is None else _keep_by_old_weight(history.old_weights)
@@ -268,12 +268,6 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
         parts[0].sample, parts[1].sample = data.sample.take(~on_side), data.sample.take(on_side)
     for child, part in zip(node.children, parts):
         _revise(tree, tree.nodes[child], part, splitter, rules, history, leaves, report)
-
-
-def _labels_of(tree: ClusterTree, X: np.ndarray) -> np.ndarray:
-    """The cluster id of the leaf each row of ``X`` reaches."""
-    labels = tree.leaf_labels()
-    return np.array([labels[leaf] for leaf in tree.apply(X)], dtype=np.int64).reshape(-1)
 
 
 def _match_old_ids(tree: ClusterTree, old_labels: np.ndarray, leaf_of: np.ndarray, old_weights, report: list) -> None:
