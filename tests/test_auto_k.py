@@ -19,6 +19,7 @@ from lowdens_dask.pursuit.significance import (
     SUMMARY_TEST_ROWS,
     held_out_sample,
     held_out_test,
+    unimodality_test,
 )
 
 #: The divisive estimators on the one tree grower (fast enough to fit many times in a test).
@@ -87,6 +88,39 @@ def test_spread_ties_keeps_order_and_half_gaps():
     assert out[5] == 3.0 and out[6] == 5.0
     distinct = np.array([0.3, 0.1, 0.2])
     assert np.array_equal(spread_ties(distinct), np.sort(distinct))
+
+
+def test_spread_ties_within_a_width_keeps_point_masses():
+    p = np.repeat([0.0, 100.0], 250)
+    out = spread_ties(p, 1e-7)
+    assert np.all(np.diff(out) > 0)
+    assert np.ptp(out[:250]) <= 1e-7 and np.ptp(out[250:]) <= 1e-7
+    big = spread_ties(np.repeat([1e9, 1e9 + 100.0], 250), 0.0)  # never narrower than distinct floats need
+    assert np.all(np.diff(big) > 0) and np.ptp(big[:250]) < 1.0
+
+
+def test_tied_rows_are_tested_as_point_masses():
+    """Rows repeated exactly are tested as the point masses they are: the dip equals that of the same values
+    jittered by 1e-7 (the kernel alone is wrong on ties, so the limit is the reference)."""
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        values = rng.normal(size=int(rng.integers(2, 8))) * 5
+        x = np.repeat(values, rng.integers(1, 6, size=values.size))
+        if rng.random() < 0.5:
+            x = np.concatenate([x, rng.normal(size=int(rng.integers(1, 30)))])
+        x = np.sort(x)
+        if x.size >= 4:
+            assert unimodality_test(x)["dip"] == pytest.approx(dip_statistic(x + np.arange(x.size) * 1e-7), abs=1e-5)
+    assert unimodality_test(np.repeat([0.0, 100.0], 250))["p_value"] < 1e-3
+
+
+@pytest.mark.parametrize("name", GROWER + ["SCPPClustering", "LMSCClustering"])
+def test_far_apart_point_masses_are_two_clusters(name):
+    """Issue 34, item 1: two point masses 100 apart were one cluster under auto (ties spread over their
+    half-gaps made one flat block), and a 1e-9 jitter made them two."""
+    X = np.repeat([[0.0, 0, 0], [100.0, 0, 0]], 250, 0)
+    labels = getattr(ld, name)(n_clusters="auto").fit(X).labels_
+    assert adjusted_rand_score(np.repeat([0, 1], 250), labels) == 1.0
 
 
 def test_summary_test_sample_stands_for_the_rows():

@@ -128,12 +128,15 @@ def _distance_at_knots(x, knots, m, other, mo, gcm_knots):
     return best, where
 
 
-def spread_ties(p: np.ndarray) -> np.ndarray:
-    """``p`` sorted, each run of equal values spread evenly over the half-gaps to its neighbouring values.
+def spread_ties(p: np.ndarray, width: float | None = None) -> np.ndarray:
+    """``p`` sorted, each run of equal values spread evenly over its half-gaps to its neighbouring values, or over
+    at most ``width`` about its value (and never less than its values need to be distinct floats).
 
-    The dip's null is continuous: a tied value (repeated rows, discrete features) is a jump of the empirical
-    distribution that no continuous G follows, so ties alone would read as departures from unimodality.
-    Spread this way, the sample keeps its distribution at the resolution of its own distinct values."""
+    The dip's kernel needs distinct values. Ties that stand for points near one value (a weighted row, a
+    microcluster of no spread) are spread over the half-gaps (``width`` None): the dip's null is continuous, and
+    such a jump of the empirical distribution would read as a departure from unimodality. Rows repeated exactly
+    are point masses: spread over a ``width`` at the values' resolution, they stay one (two far apart are two
+    modes)."""
     p = np.sort(np.asarray(p, dtype=np.float64))
     values, first, counts = np.unique(p, return_index=True, return_counts=True)
     if len(values) == len(p) or len(values) < 2:
@@ -141,8 +144,11 @@ def spread_ties(p: np.ndarray) -> np.ndarray:
     gaps = np.diff(values)
     below = np.concatenate([gaps[:1], gaps]) / 2
     above = np.concatenate([gaps, gaps[-1:]]) / 2
-    tied = np.flatnonzero(counts > 1)
-    for t in tied:
+    if width is not None:
+        least = 4.0 * counts * np.spacing(np.abs(values))  # room for ``counts`` distinct floats
+        below = np.minimum(below, np.maximum(width, least) / 2)
+        above = np.minimum(above, np.maximum(width, least) / 2)
+    for t in np.flatnonzero(counts > 1):
         c = counts[t]
         p[first[t] : first[t] + c] = values[t] - below[t] + (np.arange(c) + 0.5) / c * (below[t] + above[t])
     return p

@@ -48,6 +48,9 @@ from .hyperplanes import Hyperplane
 #: docstring), and of at most SUMMARY_TEST_ROWS points.
 POINTS_PER_MICROCLUSTER = 8
 SUMMARY_TEST_ROWS = 1_000_000
+#: Rows repeated exactly are tested as point masses, each spread over this share of the sample's range (the
+#: dip's kernel needs distinct values).
+TIE_RESOLUTION = 1e-9
 
 
 class SplitTest(NamedTuple):
@@ -99,14 +102,18 @@ def held_out_sample(data, v: np.ndarray) -> np.ndarray:
     within = np.arange(size) - (np.cumsum(counts) - counts)[owner]
     z = ndtri((within + 0.5) / counts[owner])
     sd = np.zeros_like(p) if data.spread is None else np.sqrt(np.maximum(data.spread, 0.0))
-    return np.sort(p[owner] + sd[owner] * z)
+    # a row or microcluster of no spread stands for points near it, not c copies of one value: spread them
+    return spread_ties(p[owner] + sd[owner] * z)
 
 
 def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
-    """Hartigan's dip test of unimodality on a sample (ties spread, :func:`~lowdens_dask.kernels.dip.spread_ties`),
-    its p-value at ``n`` points (the sample's size by default): the statistics a node records, ``dip``,
-    ``p_value`` and ``n_test``."""
-    x = spread_ties(sample)
+    """Hartigan's dip test of unimodality on a sorted sample, its p-value at ``n`` points (the sample's size by
+    default): the statistics a node records, ``dip``, ``p_value`` and ``n_test``. Tied values are point masses
+    (rows repeated exactly: two far apart are two modes), spread only at :data:`TIE_RESOLUTION` of the sample's
+    range for the kernel; ties that stand for a weight or a microcluster are spread by :func:`held_out_sample`,
+    and columns recorded on a grid dequantized by :func:`dequantized`."""
+    x = np.sort(np.asarray(sample, dtype=np.float64))
+    x = spread_ties(x, TIE_RESOLUTION * (x[-1] - x[0]) if x.size else 0.0)
     n = x.size if n is None else int(n)
     if x.size < 4 or n < 4 or x[0] == x[-1]:
         return {"dip": 0.0, "p_value": 1.0, "n_test": float(n)}
@@ -256,7 +263,7 @@ def dequantized(rows, seed: int, steps=None):
     """Rows recorded on a grid as the histogram density they stand for: each gridded column (``steps``, else
     :func:`grid_steps` of ``rows``) plus uniform noise of one grid step, drawn from ``seed``. The test's null is continuous; a grid's lattice of
     tied rows would read as departures from unimodality along most directions (the multivariate counterpart of
-    :func:`~lowdens_dask.kernels.dip.spread_ties`, which handles ties that remain after projection).
+    :func:`~lowdens_dask.kernels.dip.spread_ties`, which spreads the ties a summary's representation makes).
     ``rows`` unchanged when no column is gridded."""
     steps = grid_steps(rows.X) if steps is None else np.asarray(steps, dtype=float)
     if not steps.any():
