@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -38,6 +37,7 @@ from ._params import (
     fit_mode,
     is_chunked_input,
     read_into_memory,
+    seed_of,
 )
 from ._summary_pass import (
     as_chunked,
@@ -188,7 +188,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def _fit_summary(self, arr, chunked: bool) -> None:
         """Summary mode: summarise (one pass), grow on the microclusters, undo splits no row reaches, label."""
         start = time.perf_counter()
-        done = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
+        done = summarise(self, arr, seed_of(self.random_state))
         summary = done.summary
         summarised = time.perf_counter()
         rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
@@ -344,7 +344,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             new = rows_summary(rows, weights, arr.shape[0])
         else:
             seed = np.random.default_rng(
-                [check_random_state(self.random_state).randint(2**31 - 1), self.tree_.update + 1]
+                [seed_of(self.random_state), self.tree_.update + 1]
             )
             done = summarise(self, arr, int(seed.integers(2**31 - 1)), update=True)
             new, n_nonfinite = done.summary, done.n_nonfinite

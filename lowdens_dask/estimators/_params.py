@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 
 import dask.array as da
+import numpy as np
 import zarr
 
 from .._warnings import warn
@@ -21,6 +22,20 @@ from ..backend.workers import default_max_node_bytes
 #: With mode="auto", in-memory arrays with more rows than this are fitted in summary mode (the default of
 #: :attr:`~lowdens_dask.estimators._fit.TreeClustering._auto_summary_rows`).
 AUTO_SUMMARY_ROWS = 2_000_000
+
+
+def seed_of(random_state) -> int:
+    """The integer seed of ``random_state``: None means 0 (a fit is reproducible, as every method's own draws
+    are), an int itself, a RandomState or Generator one draw from it."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, numbers.Integral):
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2**31 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2**31 - 1))
+    raise ValueError(f"random_state must be None, an int, a RandomState or a Generator; got {random_state!r}.")
 
 
 def is_chunked_input(X) -> bool:
@@ -163,8 +178,9 @@ SCALE_OUT_DOC = """    mode : {"auto", "exact", "summary"}, default="auto"
     nonfinite : {"raise", "skip"}, default="raise"
         Rows with NaN/inf make the fit fail with their count, or are set aside and labelled -1
         (``n_nonfinite_`` counts them), for in-memory and chunked input alike.
-    random_state : int or None, default=None
-        Seeds the microcluster k-means (and the method's own random choices).
+    random_state : int, RandomState or None, default=None
+        Seeds the microcluster k-means (and the method's own random choices); None means seed 0, so a fit is
+        reproducible.
     storage_options : dict, optional
         fsspec options for zarr paths/URLs (input and ``labels_store``).
     labels_store : str, optional

@@ -73,12 +73,11 @@ from __future__ import annotations
 
 import dask.array as da
 import numpy as np
-from sklearn.utils import check_random_state
 
 from ..backend import ChunkedData, as_dask_array
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.summary_pass import SummaryPass
-from ._params import is_chunked_input
+from ._params import is_chunked_input, seed_of
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
 MAX_MICROCLUSTERS_PER_CHUNK = 64
@@ -177,7 +176,7 @@ def build_summary(est, X) -> ClusterSummary:
     if is_small_input(arr):
         rows, weights, _ = read_small_input(est, arr)
         return rows_summary(rows, weights, arr.shape[0])
-    summary = summarise(est, arr, check_random_state(est.random_state).randint(2**31 - 1))
+    summary = summarise(est, arr, seed_of(est.random_state))
     return summary.summary
 
 

@@ -9,7 +9,6 @@ import numbers
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -24,6 +23,7 @@ from ._params import (
     init_with,
     is_chunked_input,
     scale_out,
+    seed_of,
 )
 from ._summary_pass import summarise
 from ._validation import check_fit_input, check_mdh_params, single_threaded_blas, standardisation
@@ -232,7 +232,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(
                 f"{type(self).__name__}: {int((~np.isfinite(X_lab).all(axis=1)).sum())} labelled rows have NaN or inf."
             )
-        done = summarise(self, arr, check_random_state(self.random_state).randint(2**31 - 1))
+        done = summarise(self, arr, seed_of(self.random_state))
         s = done.summary.data()
         self.n_microclusters_ = s.n_samples
         self.n_nonfinite_ = done.n_nonfinite
@@ -257,7 +257,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         data = InMemoryData(Z, weights, spread)
         targets = [1] if self.classes_.size == 2 else range(self.classes_.size)
         coef, intercept, self.stats_, self.n_evaluations_ = [], [], [], 0
-        seeds = check_random_state(self.random_state)  # one SVM seed per hyperplane
+        seeds = np.random.RandomState(seed_of(self.random_state))  # one SVM seed per hyperplane
         with single_threaded_blas():
             for target in targets:
                 labels = np.where(codes < 0, 0.0, np.where(codes == target, 1.0, -1.0)) * label_weights

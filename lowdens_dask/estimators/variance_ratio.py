@@ -72,13 +72,15 @@ def _largest_ratio(node, data, hp) -> float:
 
 def f_distribution_index(variance_ratio: float, n: float, d: int) -> float:
     """PPCI's ``mcdc`` split index: the non-central F probability of the variance ratio,
-    ``F(VR beta / al; al, beta, ncp=n)`` with ``al = min(n, d + 1)`` and ``beta = max(0, n - d - 1)``, plus
-    ``1e-30 sqrt(n) VR`` to order nodes whose probability is 1 in floating point."""
+    ``F(VR beta / al; al, beta, ncp=n)`` with ``al = min(n, d + 1)`` and ``beta = max(0, n - d - 1)``. Where the
+    probability is 1 in floating point, ``1 + sqrt(n) VR``: PPCI adds ``1e-30 sqrt(n) VR`` to order such nodes,
+    which is lost when added to 1, so well-separated leaves tied and the first one found was split."""
     al = min(n, d + 1)
     beta = max(0.0, n - d - 1)
     if beta == 0 or not math.isfinite(variance_ratio):
         return 0.0
-    return float(ncf.cdf(variance_ratio * beta / al, al, beta, n)) + 1e-30 * math.sqrt(n) * variance_ratio
+    p = float(ncf.cdf(variance_ratio * beta / al, al, beta, n))
+    return p if p < 1.0 else 1.0 + math.sqrt(n) * variance_ratio
 
 
 class MCClustering(_DivisiveClustering):
