@@ -14,6 +14,7 @@ same rules.
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -299,6 +300,15 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         """
         if sample_weight is not None:
             raise ValueError("sample_weight is not supported by partial_fit (the summary carries the weights).")
+        before = dict(self.__dict__)  # an update that fails changes nothing: the tree grows on a copy
+        try:
+            return self._partial_fit(X)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    def _partial_fit(self, X):
         if not is_chunked_input(X):  # in memory: what fit accepts (lists, 2-D arrays), with fit's errors
             reject_strings(X)
             X = check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, input_name="X")
@@ -352,6 +362,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         merged = self.summary_.merged(new, self.decay)
         old_weights = merged.weights.copy()
         old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
+        self.tree_ = copy.deepcopy(self.tree_)  # grown in place; partial_fit restores the old one on failure
         growth = self._grow_update(merged, old_weights)
         bounded = merged.bounded(self.max_microclusters, growth.tree.update)
         self._set_fitted(
