@@ -9,7 +9,11 @@ row group through dask.dataframe. :func:`read_input` also says what was read (:c
 missing path) that names the path and what was expected.
 
 A CSV's first row is data when every field is a number, else a header (see :func:`open_input`); values may be
-separated by commas, or by spaces or tabs as ``np.savetxt`` writes them without a delimiter.
+separated by commas, or by spaces or tabs as ``np.savetxt`` writes them without a delimiter. A header whose first
+field is empty above a first column of distinct non-negative integers is pandas' ``to_csv`` with its index: that
+column is the row index, not a feature. A compressed CSV cut short is an error naming it. Parquet's nullable
+numbers (``Int64``, ``Float64``) are numbers, their nulls NaN; a parquet folder whose files differ in their columns
+is an error naming them.
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -19,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+import zlib
 from dataclasses import dataclass
 
 import dask.array as da
@@ -65,7 +70,8 @@ _EXPECTED_INPUT = (
 class InputInfo:
     """What :func:`read_input` read: ``format`` is ``"zarr"``, ``"npy"``, ``"csv"`` or ``"parquet"``; ``header``
     (CSV only, else ``None``) whether the first row was taken as a header; ``delimiter`` (CSV only) ``","`` or
-    ``"whitespace"``. ``str()`` is a one-line report, e.g. ``"x.npy: 200,000 rows × 10 columns, float32 (npy)"``."""
+    ``"whitespace"``; ``index`` (CSV only) whether a first column was the row index pandas writes, and left out.
+    ``str()`` is a one-line report, e.g. ``"x.npy: 200,000 rows × 10 columns, float32 (npy)"``."""
 
     path: str
     format: str
@@ -74,6 +80,7 @@ class InputInfo:
     dtype: str
     header: bool | None = None
     delimiter: str | None = None
+    index: bool = False
 
     def __str__(self) -> str:
         detail = [self.format]
@@ -81,6 +88,8 @@ class InputInfo:
             if self.delimiter == "whitespace":
                 detail.append("whitespace-separated")
             detail.append("first row read as a header" if self.header else "no header row")
+            if self.index:
+                detail.append("first column read as the row index")
         rows = f"{self.n_rows:,} row{'' if self.n_rows == 1 else 's'}"
         cols = f"{self.n_columns:,} column{'' if self.n_columns == 1 else 's'}"
         return f"{self.path}: {rows} × {cols}, {self.dtype} ({', '.join(detail)})"
@@ -231,7 +240,7 @@ class _CsvLines:
                 line = line.lstrip("\ufeff").strip()
                 if line:
                     return line
-        except (EOFError, OSError) as exc:
+        except (EOFError, OSError, zlib.error) as exc:  # a compressed file cut short or damaged
             raise ValueError(f"{self.path}: cannot read the file ({_one_line(exc)}); expected a CSV file.") from None
         return None
 
@@ -246,6 +255,16 @@ def _is_pandas_default_header(fields: list[str], second: str | None, sep: str) -
         return False
     values = second.split(",") if sep == "," else second.split()
     return any(re.fullmatch(r"[+-]?\d+", v.strip()) is None for v in values)
+
+
+def _is_pandas_index_header(fields: list[str], second: str | None) -> bool:
+    """Whether a first row of numbers is ``,0,1,…,n-1``, the header ``DataFrame.to_csv`` writes for a frame
+    without column names with its index (the index's name empty), above a row whose first field is an integer."""
+    if len(fields) < 2 or fields[0].strip() != "" or second is None:
+        return False
+    if [f.strip() for f in fields[1:]] != [str(i) for i in range(len(fields) - 1)]:
+        return False
+    return re.fullmatch(r"\d+", second.split(",", 1)[0].strip()) is not None
 
 
 def _sniff_csv(path: str, storage_options: dict | None, header: bool | None, what: str) -> tuple[bool, str]:
@@ -275,6 +294,10 @@ def _sniff_csv(path: str, storage_options: dict | None, header: bool | None, wha
         text = [f.strip() for f in fields if not _is_number_or_missing(f)]
         if header is None:
             header = bool(text)
+            if not header and sep == "," and fields[0].strip() == "":  # ",0,1,2": pandas' header with its index
+                if second is ...:
+                    second = lines.next()
+                header = _is_pandas_index_header(fields, second)
             if not header and [f.strip() for f in fields] == [str(i) for i in range(len(fields))]:
                 if second is ...:
                     second = lines.next()
@@ -297,9 +320,25 @@ def _sniff_csv(path: str, storage_options: dict | None, header: bool | None, wha
     return header, sep
 
 
+def _index_column(frame, header: bool) -> bool:
+    """Whether the frame's first column is the row index ``DataFrame.to_csv`` writes: below a header whose first
+    field is empty (pandas reads it as ``Unnamed: 0``), a column of distinct non-negative integers, with more
+    columns after it."""
+    import pandas as pd
+
+    if not header or frame.shape[1] < 2 or not str(frame.columns[0]).startswith("Unnamed: 0"):
+        return False
+    first = frame.iloc[:, 0]
+    if not pd.api.types.is_integer_dtype(first.dtype) or pd.api.types.is_bool_dtype(first.dtype):
+        return False
+    return bool((first >= 0).all()) and first.is_unique
+
+
 def _read_csv(path: str, storage_options: dict | None, header: bool | None, what: str):
-    """``(frame, header, sep)``: the CSV at ``path`` in one pandas read (C engine), its header decided by
-    :func:`_sniff_csv`. Ragged rows and a file without data rows are ``ValueError``s naming the path."""
+    """``(frame, header, sep, index)``: the CSV at ``path`` in one pandas read (C engine), its header decided by
+    :func:`_sniff_csv`, and whether its first column was the row index pandas writes (:func:`_index_column`; it
+    is dropped from the frame). Ragged rows, a file without data rows and a compressed file cut short or
+    damaged are ``ValueError``s naming the path."""
     import pandas as pd
 
     header, sep = _sniff_csv(path, storage_options, header, what)
@@ -327,6 +366,13 @@ def _read_csv(path: str, storage_options: dict | None, header: bool | None, what
             raise ValueError(f"{path}: cannot parse as CSV ({_one_line(exc)}).") from None
         except UnicodeDecodeError as exc:
             raise ValueError(f"{path}: not UTF-8 text ({_one_line(exc)}); expected a CSV file.") from None
+        except (EOFError, OSError, zlib.error) as exc:  # a compressed file cut short or damaged (gzip's errors)
+            if isinstance(exc, FileNotFoundError):
+                raise FileNotFoundError(f"{path} does not exist.") from None
+            raise ValueError(
+                f"{path}: cannot read the file to its end ({type(exc).__name__}: {_one_line(exc)}); it is cut short "
+                "or damaged."
+            ) from None
     for w in caught:
         if issubclass(w.category, pd.errors.ParserWarning) and "does not match length" in str(w.message):
             raise ValueError(
@@ -337,7 +383,114 @@ def _read_csv(path: str, storage_options: dict | None, header: bool | None, what
     if frame is None or frame.shape[0] == 0:
         after = " after the header line" if header else ""
         raise ValueError(f"{path}: the file has no data rows{after}; expected {what}.")
-    return frame, header, sep
+    index = _index_column(frame, header)
+    if index:
+        frame = frame.iloc[:, 1:]
+    return frame, header, sep, index
+
+
+# -- parquet -----------------------------------------------------------------------------------------------
+
+
+def _nullable_as_float(frame, cast: set | frozenset = frozenset()):
+    """``frame`` with pandas' nullable numeric columns (``Int64``, ``Float64``, pyarrow numbers) as numpy floats,
+    their nulls NaN (``Float32`` as float32, the others float64): numbers, as the other formats' are. The columns
+    ``cast`` (of types that differ between a folder's files) become float64 in every partition."""
+    import pandas as pd
+
+    types = {}
+    for column, dtype in frame.dtypes.items():
+        if column in cast:
+            types[column] = "float64"
+        elif isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_numeric_dtype(dtype):
+            types[column] = "float32" if str(dtype).lower().startswith("float32") else "float64"
+    return frame.astype(types) if types else frame
+
+
+def _parquet_files(path: str, storage_options: dict | None) -> list[str]:
+    """The data files of a parquet folder (``_metadata`` and hidden files left out); none for a file."""
+    import fsspec
+
+    fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
+    if not fs.isdir(root):
+        return []
+    files = []
+    for name in sorted(fs.find(root)):
+        relative = name[len(root.rstrip("/")) + 1 :]
+        if not any(part.startswith(("_", ".")) for part in relative.split("/")):
+            files.append(name)
+    return files
+
+
+def _column_types(schema) -> dict[str, tuple[str, str | None]]:
+    """Each column's (arrow type, pandas dtype as pandas wrote it) in a parquet file's schema."""
+    pandas_types = {c.get("name"): c.get("numpy_type") for c in (schema.pandas_metadata or {}).get("columns", [])}
+    return {
+        field.name: (str(field.type), pandas_types.get(field.name))
+        for field in schema
+        if not field.name.startswith("__index_level_")
+    }
+
+
+def _check_parquet_columns(path: str, storage_options: dict | None) -> set[str]:
+    """A parquet folder's files hold the same columns (read from each file's footer, no data): else a
+    ``ValueError`` naming the folder, the first file and one that differs, and the columns in question. Returns
+    the columns whose types differ between the files (int64 in one, double or nullable Int64 in another, say),
+    which are read as float64 (Dask takes the first file's types for every file: 1.5 would be read as 1); a
+    column that is a number in one file and not in another is a ``ValueError`` naming both files."""
+    import fsspec
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = _parquet_files(path, storage_options)
+    if len(files) < 2:
+        return set()
+    fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
+    first, first_types, cast = None, None, set()
+    for name in files:
+        try:
+            with fs.open(name, "rb") as file:
+                schema = pq.read_schema(file)
+        except Exception as exc:  # noqa: BLE001 (pyarrow's errors for a file that is not parquet: each is a bad input)
+            raise ValueError(
+                f"{path}: the file {_relative(name, root)} cannot be read as parquet ({_one_line(exc)})."
+            ) from None
+        types = _column_types(schema)
+        if first_types is None:
+            first, first_types = name, types
+            numeric = {f.name: _is_number_type(f.type, pa) for f in schema}
+            continue
+        if set(types) != set(first_types):  # in another order they are read by name
+            missing = [c for c in first_types if c not in types]
+            extra = [c for c in types if c not in first_types]
+            what = [f"lacks the columns {missing}"] if missing else []
+            if extra:
+                what.append(f"has the columns {extra} that {_relative(first, root)} has not")
+            raise ValueError(
+                f"{path}: its parquet files differ in their columns: {_relative(name, root)} {' and '.join(what)} "
+                f"(of {_relative(first, root)}); every file must hold the same columns."
+            )
+        for field in schema:
+            column = field.name
+            if column.startswith("__index_level_") or types[column] == first_types[column]:
+                continue
+            if not (numeric[column] and _is_number_type(field.type, pa)):
+                raise ValueError(
+                    f"{path}: its parquet files differ in the type of the column {column!r}: "
+                    f"{_relative(first, root)} holds {first_types[column][0]}, {_relative(name, root)} "
+                    f"{types[column][0]}; every file must hold the same columns."
+                )
+            cast.add(column)
+    return cast
+
+
+def _is_number_type(arrow_type, pa) -> bool:
+    return pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+
+
+def _relative(name: str, root: str) -> str:
+    root = root.rstrip("/")
+    return name[len(root) + 1 :] if name.startswith(root + "/") else name
 
 
 # -- inputs ------------------------------------------------------------------------------------------------
@@ -350,7 +503,7 @@ def read_input(
     one-line report). The formats are those of :func:`open_input`; ``header`` applies to CSV only."""
     path = os.fspath(path)
     kind = input_format(path)
-    delimiter = None
+    delimiter, index = None, False
     if kind == "zarr":
         _check_zarr_path(path, _EXPECTED_INPUT)
         try:
@@ -369,7 +522,7 @@ def read_input(
         chunks = (_row_chunks(rows.shape[0], rows.shape[1], rows.dtype.itemsize), rows.shape[1])
         X = da.from_array(rows, chunks=chunks, name=f"from-npy-{_file_token(path)}", asarray=False)
     elif kind == "csv":
-        frame, header, sep = _read_csv(
+        frame, header, sep, index = _read_csv(
             path, storage_options, header, "rows of comma-separated numbers, optionally after a header line"
         )
         delimiter = "," if sep == "," else "whitespace"
@@ -379,13 +532,18 @@ def read_input(
         import dask.dataframe as dd
 
         _require_exists(path)  # a file, or a directory of parquet files
+        cast = _check_parquet_columns(path, storage_options)
         try:
             frame = dd.read_parquet(path, storage_options=storage_options)
         except FileNotFoundError:
             raise FileNotFoundError(f"{path} does not exist.") from None
         except (ValueError, OSError) as exc:
             raise ValueError(f"{path}: cannot read as parquet ({_one_line(exc)}).") from None
-        X = _check_numeric_columns(frame, path).to_dask_array(lengths=True)
+        frame = _nullable_as_float(_check_numeric_columns(frame, path), cast)
+        try:
+            X = frame.to_dask_array(lengths=True)
+        except (ValueError, KeyError, TypeError, OSError) as exc:  # pyarrow's errors are ValueErrors and OSErrors
+            raise ValueError(f"{path}: cannot read as parquet ({_one_line(exc)}).") from None
     if kind != "zarr":
         try:
             X = as_dask_array(X)
@@ -401,6 +559,7 @@ def read_input(
         dtype=str(X.dtype),
         header=header if kind == "csv" else None,
         delimiter=delimiter,
+        index=index,
     )
     return X, info
 
@@ -417,7 +576,10 @@ def open_input(
     ``header=None`` takes the first row as a header when it has a field that is not a number (an empty field
     or ``NA`` counts as a number), and as data when every field is a number, except the line ``0,1,…,n-1``
     before a row with a non-integer value (the column names ``DataFrame.to_csv`` writes for a frame without
-    names), which is a header. ``header=True``/``False`` say whether the first row is a header."""
+    names), which is a header; so is ``,0,1,…,n-1`` above rows whose first field is an integer (the same with
+    the index). ``header=True``/``False`` say whether the first row is a header. Below a header whose first field
+    is empty, a first column of distinct non-negative integers is the row index ``to_csv`` writes: it is left
+    out."""
     return read_input(path, storage_options, header)[0]
 
 
@@ -436,7 +598,7 @@ def load_labels(
     kind = input_format(path)
     if kind == "csv":
         expected = "one label per line, optionally after a header line"
-        frame, header, _ = _read_csv(path, storage_options, header, expected)
+        frame, header, _, _ = _read_csv(path, storage_options, header, expected)
         if header and "label" in frame.columns:
             return frame["label"].to_numpy()
         if frame.shape[1] != 1:
