@@ -2,8 +2,8 @@
 
     lowdens demo [--out DIR]                       a bundled data set clustered end to end, persisted and plotted
     lowdens fit INPUT [--method NAME] [--n-clusters K|auto] [--param NAME=VALUE ...] [--labels PATH] [--store RUNS]
-                      [--run-id ID] [--update-from RUN] [--header | --no-header] [--scheduler ADDRESS | --workers N |
-                      --cluster-class CLASS --cluster-kwargs JSON]
+                      [--run-id ID [--replace [--force]]] [--update-from RUN] [--header | --no-header]
+                      [--scheduler ADDRESS | --workers N | --cluster-class CLASS --cluster-kwargs JSON]
     lowdens predict RUN INPUT --out OUT            OUT's suffix picks the format: .zarr, .npy, .csv, .parquet
     lowdens plot RUN [--out DIR]
     lowdens runs list | lowdens runs show RUN
@@ -185,7 +185,24 @@ def _parser() -> argparse.ArgumentParser:
 
     fit = sub.add_parser("fit", help="cluster an array and commit the run to the runs store")
     _add_recluster_options(fit)
-    fit.add_argument("--run-id", default=None, help="the run's id (default: made from the time)")
+    fit.add_argument(
+        "--run-id",
+        default=None,
+        help="the run's id (default: made from the time); an id at which a run is committed is refused unless "
+        "--replace is given (an id whose earlier attempt failed before it committed is free)",
+    )
+    fit.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace the run committed at --run-id, if any (refused, even so, for a run that other runs name as "
+        "their parent: see --force)",
+    )
+    fit.add_argument(
+        "--force",
+        action="store_true",
+        help="with --replace: replace the run even if other runs name it as their parent (they were updated from "
+        "it, and will name a parent that no longer holds what they were updated from)",
+    )
     fit.add_argument(
         "--update-from",
         default=None,
@@ -221,7 +238,9 @@ def _parser() -> argparse.ArgumentParser:
     runs = sub.add_parser("runs", help="the committed runs of a runs store")
     runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="{list,show}")
     listing = runs_sub.add_parser(
-        "list", help="one line per committed run, newest first: id, commit time, method, clusters, input"
+        "list",
+        help="one line per committed run, newest first: id, commit time, method, clusters, input; then one per "
+        "damaged run: id, 'damaged', the path and what is wrong",
     )
     _add_store(listing)
     show = runs_sub.add_parser("show", help="a run's parameters, input, versions and metrics, as JSON")
@@ -304,10 +323,20 @@ class _Request:
 
         self.args, self.input_path, self.true_labels = args, input_path, true_labels
         self.update_from = getattr(args, "update_from", None)
+        self.replace, self.force = getattr(args, "replace", False), getattr(args, "force", False)
         try:  # the settings not given: the parent run's for an update, else the defaults
             settings = (args.method, args.n_clusters, _params(args.param) or None, args.random_state)
             run_id = getattr(args, "run_id", None)
-            self.plan = job.plan_run(RunsStore(args.store), *settings, update_from=self.update_from, run_id=run_id)
+            self.plan = job.plan_run(
+                RunsStore(args.store),
+                *settings,
+                update_from=self.update_from,
+                run_id=run_id,
+                replace=self.replace,
+                force=self.force,
+            )
+        except job.RunIdTaken as exc:
+            raise ValueError(_run_id_taken(exc, args.store)) from None
         except ValueError as exc:
             raise ValueError(_cli_words(str(exc), args.param)) from None
         self.estimator = self.plan.estimator()
@@ -371,12 +400,29 @@ class _Request:
         if _prefect_api_url():
             from .flows import recluster
 
+            # the flow replaces a run committed at its id while it ran (the run id was checked free above)
             return recluster(self.input_path, cluster=self.cluster(), **settings)
         from . import job
         from .progress import Progress
 
         with _dask_cluster(self) as _, Progress(enabled=False if a.verbose else None) as progress:
-            return job.run_job(self.input_path, X=self.X, step=progress.step, **settings)
+            return job.run_job(
+                self.input_path, X=self.X, step=progress.step, replace=self.replace, force=self.force, **settings
+            )
+
+
+def _run_id_taken(exc, store: str) -> str:
+    """:class:`.job.RunIdTaken` in the words of the command line."""
+    if not exc.children:
+        return (
+            f"run {exc.run_id!r} is already committed in the runs store {store}; --replace replaces it (or choose "
+            "another --run-id)."
+        )
+    named = ", ".join(exc.children[:5]) + (", ..." if len(exc.children) > 5 else "")
+    return (
+        f"run {exc.run_id!r} is the parent of run(s) {named}, which updated it: replacing it would leave them naming "
+        "a parent they were not updated from; add --force to replace it all the same (or choose another --run-id)."
+    )
 
 
 def _prefect_api_url() -> str | None:
@@ -477,6 +523,9 @@ def _print_scores(metrics: dict) -> None:
 # ------------------------------------------------------------------------------------------------ commands
 def _fit(args) -> int:
     from .runs import RunsStore
+
+    if args.force and not args.replace:
+        raise ValueError("--force goes with --replace: it replaces a run that other runs name as their parent.")
 
     request = _Request(args, os.fspath(args.input), true_labels=args.labels)
     run_id = request.run(args.store, args.run_id)
@@ -603,7 +652,7 @@ def _runs(args) -> int:
 
     store = RunsStore(args.store)
     if args.runs_command == "list":
-        runs, damaged = store.runs(), store.damaged()
+        runs, damaged = store._scan()  # one listing: the readable runs and the damaged ones
         if not runs and not damaged:
             print(f"no runs in {args.store}")
             return 0

@@ -104,6 +104,39 @@ def series_parent(runs: RunsStore, series: str, refit_every: int) -> tuple[Run |
     return latest, latest
 
 
+class RunIdTaken(ValueError):
+    """A run id at which a run is committed, where the new run may not replace it (:func:`check_run_id_free`):
+    ``children`` are the runs that name it as their parent (empty when the refusal is for want of ``replace``)."""
+
+    def __init__(self, message: str, run_id: str, children: list[str]):
+        super().__init__(message)
+        self.run_id, self.children = run_id, children
+
+
+def check_run_id_free(runs: RunsStore, run_id: str | None, replace: bool = True, force: bool = False) -> None:
+    """A new run may take ``run_id``: no run is committed there, or it may replace it (``replace``) and no
+    committed run names it as its parent, unless ``force``. Else a :class:`RunIdTaken` (a ``ValueError``). A run
+    id whose attempts never committed (a failed run, a retry) is free."""
+    if run_id is None or not runs.committed(run_id):
+        return
+    if not replace:
+        raise RunIdTaken(
+            f"Run {run_id!r} is already committed in the runs store {runs.root!r}; a new run does not replace it "
+            "unless asked to (replace=True).",
+            run_id,
+            [],
+        )
+    children = runs.children(run_id)
+    if children and not force:
+        named = ", ".join(repr(child) for child in children[:5]) + (", ..." if len(children) > 5 else "")
+        raise RunIdTaken(
+            f"Run {run_id!r} is the parent of run(s) {named}, which updated it; replacing it would leave them "
+            "naming a parent they were not updated from (force=True replaces it all the same).",
+            run_id,
+            children,
+        )
+
+
 def update_settings(
     parent: Run, method: str | None, n_clusters, params: dict | None, random_state: int | None
 ) -> tuple[str, int | str | None, dict, int]:
@@ -370,6 +403,8 @@ def plan_run(
     series: str | None = None,
     refit_every: int | None = None,
     run_id: str | None = None,
+    replace: bool = True,
+    force: bool = False,
 ) -> Plan:
     """Whether the run fits or updates, and its settings; every problem is a ``ValueError`` (a ``KeyError`` for a
     parent run that is not in the store), raised before any work starts.
@@ -382,6 +417,10 @@ def plan_run(
     The settings left at None are, for an update, the parent's (``params`` given are set over the parent's), and
     for a fit the defaults: method ``"mdh"``, ``n_clusters="auto"``, no params, ``random_state=0``. (The
     estimators' ``n_clusters=None``, grow while a valid split exists, is not asked for this way.)
+
+    ``run_id`` at which a run is committed: replaced only with ``replace`` (the default here; ``lowdens fit`` asks
+    for ``--replace``), and never a run that others name as their parent unless ``force``
+    (:func:`check_run_id_free`).
     """
     if update_from is not None and refit_every is not None:
         raise ValueError("update_from and refit_every exclude each other: a series chooses the run it updates.")
@@ -389,6 +428,7 @@ def plan_run(
         raise ValueError("refit_every needs a series: the runs of that series are updated.")
     if run_id is not None and run_id == update_from:
         raise ValueError(f"An update is committed as a new run: its run id must differ from its parent's ({run_id!r}).")
+    check_run_id_free(runs, run_id, replace, force)
     parent = latest = None
     if update_from is not None:
         parent = update_parent(runs, update_from)
@@ -423,22 +463,27 @@ def run_job(
     update_from: str | None = None,
     series: str | None = None,
     refit_every: int | None = None,
+    replace: bool = True,
+    force: bool = False,
 ) -> str:
     """The whole job where Dask's current scheduler runs it (this process's threads, or the client's cluster),
     without Prefect; returns the committed run's id. ``X``: the input already opened; ``step(name)``: a context
-    manager around each step (progress display). ``update_from``, ``series``, ``refit_every`` and the settings'
-    defaults: :func:`plan_run`."""
+    manager around each step (progress display). ``update_from``, ``series``, ``refit_every``, ``replace``,
+    ``force`` and the settings' defaults: :func:`plan_run` (a run committed at ``run_id`` while this one ran is
+    not replaced without ``replace`` either: the commit fails)."""
     from contextlib import nullcontext
 
     step = step or (lambda name: nullcontext())
     runs = RunsStore(store)
-    plan = plan_run(runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id)
+    plan = plan_run(
+        runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id, replace, force
+    )
     X = open_input(input_path, storage_options, header=header) if X is None else X
     started = time.perf_counter()
     identity, truth = load_and_validate(input_path, storage_options, true_labels, header=header, X=X)
     seconds = {"load_and_validate": time.perf_counter() - started}
     resume, previous = start_point(runs, plan, identity)
-    with runs.attempt(run_id) as attempt:
+    with runs.attempt(run_id, replace=replace) as attempt:
 
         def run(name, function, *args):
             start = time.perf_counter()

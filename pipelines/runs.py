@@ -38,8 +38,17 @@ one of two racing commits wins (when neither dies): the one that sees nothing wi
 the larger withdraws at once and the smaller then wins. Winners so form a chain in which each holds the one
 before it in its base, and a reader shows the last: a ``COMMITTED`` attempt that no other one's base holds.
 
-A run whose metadata cannot be read (a truncated ``zarr.json``, say) is *damaged*: :meth:`RunsStore.runs`
-leaves it out and :meth:`RunsStore.damaged` reports it with its path and the error.
+A committed run whose metadata cannot be read back whole is *damaged*: a ``zarr.json`` that is not JSON, or whose
+attributes are not those the attempt committed (the ``COMMITTED`` marker records their SHA-256 and keys), or that
+holds no tree, a tree that does not read (an unknown ``schema_version``, a missing node) or cluster ids
+(``stable_ids``) too few for its leaves; and a ``COMMITTED`` marker that is not JSON or whose commit time is not a
+time. :meth:`RunsStore.runs` leaves a damaged run out, :meth:`RunsStore.damaged` reports it with its path and the
+reason, :meth:`RunsStore.get` raises :class:`RunDamagedError` (a ``ValueError``) naming them, and continuity
+(:meth:`RunsStore.latest_on`, :meth:`RunsStore.latest_in`) skips it with a warning.
+
+A committed run id is replaced by a later attempt at it unless the attempt is opened with ``replace=False``
+(:meth:`RunsStore.attempt`): its commit then fails if a run was committed at that id before it started. An attempt
+that never committed leaves no run, so a retry of it takes the same id.
 
 The labels (:func:`write_labels`, :func:`read_labels`): zarr writes no chunk that equals the array's fill value
 (``write_empty_chunks=False``), and reads a chunk that is not in the store as the fill value, so a deleted chunk
@@ -60,6 +69,7 @@ Built on the public API of lowdens_dask only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -230,6 +240,118 @@ def read_labels(url: str, storage_options: dict | None = None, *, max_label: int
     return da.from_array(reader, chunks=(array.chunks[0],), name=f"run-labels-{dask.base.tokenize(reader)}")
 
 
+def _digest(attrs: dict) -> str:
+    return hashlib.sha256(json.dumps(attrs, sort_keys=True, allow_nan=True).encode()).hexdigest()
+
+
+def _attributes_record(attrs: dict) -> dict:
+    """What a ``COMMITTED`` marker records of the attributes committed: their keys and SHA-256."""
+    return {"keys": sorted(attrs), "sha256": _digest(attrs)}
+
+
+def _is_time(text) -> bool:
+    if not isinstance(text, str):
+        return False
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def _get(attrs: dict, *keys: str):
+    for key in keys:
+        attrs = attrs.get(key) if isinstance(attrs, dict) else None
+    return attrs
+
+
+def _tree_damage(payload) -> tuple[str | None, ClusterTree | None]:
+    """(why the run's tree cannot be used, or None; the tree)."""
+    if not isinstance(payload, dict):
+        return f"its tree is not a JSON object (got {type(payload).__name__})", None
+    try:
+        tree = ClusterTree.from_dict(payload)
+    except Exception as error:  # noqa: BLE001 (a missing key, a wrong type, an unknown schema: each is damage)
+        return f"its tree cannot be read ({_one_line(error)})", None
+    nodes = tree.nodes
+    if 0 not in nodes:
+        return "its tree has no root (node 0)", None
+    if not isinstance(tree.n_features, int) or tree.n_features < 1:
+        return f"its tree has {_short(tree.n_features)} features", None
+    seen, stack = set(), [0]
+    while stack:
+        node_id = stack.pop()
+        if node_id in seen:
+            return f"its tree reaches node {node_id} twice", None
+        seen.add(node_id)
+        node = nodes[node_id]
+        if node.id != node_id:
+            return f"its tree's node {node_id} is recorded with id {node.id}", None
+        if node.children is None:
+            continue
+        if len(node.children) != 2 or node.rule is None:
+            return f"its tree's node {node_id} has children but no split of two", None
+        for child in node.children:
+            if child not in nodes:
+                return f"its tree's node {node_id} names the child {child}, which the tree does not hold", None
+            stack.append(child)
+    if seen != set(nodes):
+        return f"its tree holds nodes no path reaches: {sorted(set(nodes) - seen)[:5]}", None
+    for node in nodes.values():
+        v = node.v if node.children is not None else None
+        if v is not None and np.shape(v) != (tree.n_features,):
+            return f"its tree's node {node.id} splits {np.shape(v)} features; the tree has {tree.n_features}", None
+    labels = list(tree.leaf_labels().values())
+    if any(not isinstance(label, int) or label < 0 for label in labels) or len(set(labels)) != len(labels):
+        return f"its tree's leaf labels {_short(labels)} are not distinct cluster ids", None
+    try:
+        tree.predict(np.zeros((1, tree.n_features)))
+    except Exception as error:  # noqa: BLE001 (a split that does not route: damage)
+        return f"its tree does not route rows ({_one_line(error)})", None
+    return None, tree
+
+
+def _attrs_damage(attrs: dict, committed: dict | None) -> str | None:
+    """Why a committed run's attributes cannot be used (None when they can): the attributes differ from those
+    committed (``committed``: their keys and SHA-256, from the ``COMMITTED`` marker; None for a marker that
+    records none), it has no tree though it has cluster ids, its tree does not read, or its cluster ids are
+    too few for the tree's leaves."""
+    if isinstance(committed, dict):
+        missing = sorted(set(committed.get("keys", ())) - set(attrs))
+        if missing:
+            return f"it lacks {', '.join(repr(key) for key in missing)}, which the run was committed with"
+    for key in ("params", "input", "metrics"):
+        if key in attrs and not isinstance(attrs[key], dict):
+            return f"its {key!r} is not a JSON object"
+    if "parent" in attrs and not isinstance(attrs["parent"], str):
+        return f"its 'parent' is not a run id ({_short(attrs['parent'])})"
+    if "tree" not in attrs:
+        if "stable_ids" in attrs:
+            return "it holds no tree (it holds the cluster ids of one)"
+    else:
+        why, tree = _tree_damage(attrs["tree"])
+        if why is not None:
+            return why
+        if "stable_ids" in attrs:
+            ids = attrs["stable_ids"]
+            if not isinstance(ids, list) or any(not isinstance(i, int) or isinstance(i, bool) or i < 0 for i in ids):
+                return f"its cluster ids (stable_ids) {_short(ids)} are not a list of cluster ids"
+            largest = max(tree.leaf_labels().values())
+            if len(ids) <= largest:
+                return (
+                    f"its cluster ids (stable_ids) number {len(ids)}; its tree's leaves are labelled up to "
+                    f"{largest}, so at least {largest + 1} are needed"
+                )
+    if isinstance(committed, dict) and committed.get("sha256") not in (None, _digest(attrs)):
+        return "its attributes differ from those the run was committed with (changed after the commit)"
+    return None
+
+
 @dataclass(frozen=True)
 class Run:
     """A committed run, as read back from the store."""
@@ -282,6 +404,9 @@ class DamagedRun:
     run_id: str
     url: str  #: the committed attempt's folder
     error: str  #: one line: what failed, naming the file where known
+    input_path: str | None = None  #: the run's input (``attrs["input"]["path"]``), where its attributes read
+    parent: str | None = None  #: the run it updated (``attrs["parent"]``), where its attributes read
+    series: str | None = None  #: the series it belongs to (``attrs["series"]``), where its attributes read
 
 
 class RunDamagedError(ValueError):
@@ -307,9 +432,11 @@ class Attempt:
     #: Seconds a commit waits for a rival that claimed at the same time to withdraw or commit.
     race_timeout: float = 30.0
 
-    def __init__(self, store: RunsStore, run_id: str):
+    def __init__(self, store: RunsStore, run_id: str, replace: bool = True):
         self.store = store
         self.run_id = run_id
+        #: Whether this attempt may replace a run committed at its id before it opened (else its commit fails).
+        self.replace = replace
         self.opened_at = _now()
         self.name = f"attempt-{datetime.now(UTC):%Y%m%dT%H%M%S%f}-{secrets.token_hex(4)}"
         self.path = f"{store.path}/{run_id}/{self.name}"
@@ -320,6 +447,7 @@ class Attempt:
         self.claimed_at: str | None = None
         self.committed = False
         self.discarded = False
+        self._lost: str | None = None  # why a commit lost: a later call to commit says it again
 
     def write_labels(self, labels: da.Array) -> None:
         """Write the labels (a 1-D Dask array, in the input's row chunks) into the attempt (:func:`write_labels`)."""
@@ -342,8 +470,11 @@ class Attempt:
         """Commit the attempt: claim, settle any race with attempts at the same run id, write the
         ``COMMITTED`` marker last, then delete the older complete attempts it supersedes.
 
-        Raises a ``ValueError`` when another attempt at the run id wins (the first to commit); this attempt's
-        folder is then deleted, and the run stays as the winner wrote it."""
+        Raises a ``ValueError`` when another attempt at the run id wins (the first to commit), or, for an attempt
+        opened with ``replace=False``, when a run was committed at its id before it opened; this attempt's
+        folder is then deleted, and the run stays as it was. A later call (a retried commit) raises the same."""
+        if self._lost is not None:
+            raise ValueError(self._lost)
         if self.committed or self.discarded:
             raise ValueError(f"Attempt {self.name} at run {self.run_id!r} has already been committed or discarded.")
         self._claim()
@@ -375,8 +506,17 @@ class Attempt:
                 )
             time.sleep(pause)
             pause = min(2 * pause, 0.5)
+        if not self.replace:
+            taken = [e.name for e in self.store._entries(self.run_id) if e.name in self.base and e.committed]
+            if taken:
+                self._lose(
+                    f"was committed ({taken[0]}) before this attempt started, and this attempt may not replace it"
+                )
         committed_at = _now()
-        self.store._put(f"{self.path}/{MARKER}", self._record(claimed_at=self.claimed_at, committed_at=committed_at))
+        # what a reader must find: the attributes as they read back now (their keys and SHA-256)
+        attributes = _attributes_record(self.store._attrs(self.url))
+        record = self._record(claimed_at=self.claimed_at, committed_at=committed_at, attributes=attributes)
+        self.store._put(f"{self.path}/{MARKER}", record)
         self.committed = True
         for entry in self.store._entries(self.run_id):
             if entry.name in self.base and entry.committed:  # older and complete: superseded by this one
@@ -384,10 +524,10 @@ class Attempt:
                     self.store.fs.rm(f"{self.store.path}/{self.run_id}/{entry.name}", recursive=True)
                 except OSError:
                     pass  # left behind, invisible (this attempt's base holds it); a later commit retries
-        return self.store._read(self.run_id, self.name, committed_at)
+        return self.store._read(self.run_id, self.name, json.loads(record))
 
-    def _record(self, **times: str) -> bytes:
-        return json.dumps({**times, "opened_at": self.opened_at, "base": sorted(self.base)}).encode()
+    def _record(self, **fields: Any) -> bytes:
+        return json.dumps({**fields, "opened_at": self.opened_at, "base": sorted(self.base)}).encode()
 
     def _rivals(self) -> list[tuple[str, tuple[str, str], bool]]:
         """(name, key, committed) of each claim at this run id made while this attempt ran."""
@@ -409,7 +549,8 @@ class Attempt:
 
     def _lose(self, why: str) -> None:
         self.discard()
-        raise ValueError(f"Run {self.run_id!r} {why}; this attempt is discarded.")
+        self._lost = f"Run {self.run_id!r} {why}; this attempt is discarded."
+        raise ValueError(self._lost)
 
     def discard(self) -> None:
         """Withdraw the claim (if any) and delete the attempt's folder, and the run's folder if that leaves it
@@ -439,13 +580,15 @@ class RunsStore:
         return self.fs.unstrip_protocol(path) if "://" in self.root else path
 
     @contextmanager
-    def attempt(self, run_id: str | None = None) -> Iterator[Attempt]:
+    def attempt(self, run_id: str | None = None, replace: bool = True) -> Iterator[Attempt]:
         """An attempt at run ``run_id`` (a new id from the time when None). Commit it with
         :meth:`Attempt.commit`; an attempt that is not committed (an exception in the block) is deleted,
         or, if that fails too, left invisible. Attempts at one run id may run at the same time: the first
-        to commit wins, and the commit of the other raises a ``ValueError``."""
+        to commit wins, and the commit of the other raises a ``ValueError``. With ``replace=False`` the commit
+        also raises one if a run was committed at ``run_id`` before the attempt opened (a committed run is not
+        replaced); an attempt that never committed is no such run."""
         run_id = check_run_id(run_id) if run_id is not None else new_run_id()
-        attempt = Attempt(self, run_id)
+        attempt = Attempt(self, run_id, replace=replace)
         try:
             yield attempt
         finally:
@@ -511,12 +654,29 @@ class RunsStore:
         name = max(visible)
         return name, markers[name]
 
-    def _read(self, run_id: str, name: str, committed_at: str) -> Run:
+    def _attrs(self, url: str) -> dict:
+        return dict(zarr.open_group(url, mode="r", storage_options=self.storage_options).attrs)
+
+    def _read(self, run_id: str, name: str, marker: dict) -> Run:
+        """The run of the committed attempt ``name`` whose ``COMMITTED`` marker is ``marker``, checked (the module's
+        notes on damaged runs): a :class:`RunDamagedError` names what is wrong."""
         url = self.url_of(f"{self.path}/{run_id}/{name}")
+        committed_at = marker.get("committed_at")
+        if not _is_time(committed_at):
+            raise RunDamagedError(
+                DamagedRun(run_id, url, f"{url}/{MARKER}: the commit time {_short(committed_at)} is not a time")
+            )
         try:
-            attrs = dict(zarr.open_group(url, mode="r", storage_options=self.storage_options).attrs)
+            attrs = self._attrs(url)
         except (ValueError, KeyError, TypeError, FileNotFoundError) as error:  # zarr's errors are ValueErrors
             raise RunDamagedError(DamagedRun(run_id, url, f"{url}/zarr.json: {_one_line(error)}")) from None
+        why = _attrs_damage(attrs, marker.get("attributes"))
+        if why is not None:
+            known = {
+                "input_path": _get(attrs, "input", "path"),
+                **{key: attrs.get(key) if isinstance(attrs.get(key), str) else None for key in ("parent", "series")},
+            }
+            raise RunDamagedError(DamagedRun(run_id, url, f"{url}/zarr.json: {why}", **known))
         return Run(run_id, url, committed_at, attrs, self.storage_options)
 
     def get(self, run_id: str) -> Run:
@@ -529,7 +689,18 @@ class RunsStore:
         if isinstance(marker, Exception):
             url = self.url_of(f"{self.path}/{run_id}/{name}")
             raise RunDamagedError(DamagedRun(run_id, url, str(marker)))
-        return self._read(run_id, name, str(marker.get("committed_at", "")))
+        return self._read(run_id, name, marker)
+
+    def committed(self, run_id: str) -> bool:
+        """Whether a run is committed at ``run_id`` (damaged or not)."""
+        return self._committed(check_run_id(run_id)) is not None
+
+    def children(self, run_id: str) -> list[str]:
+        """The ids of the committed runs that name ``run_id`` as their parent (the runs that updated it), damaged
+        ones included where their attributes say so, sorted."""
+        runs, damaged = self._scan()
+        named = {run.run_id for run in runs if run.parent == run_id}
+        return sorted(named | {bad.run_id for bad in damaged if bad.parent == run_id})
 
     def _scan(self) -> tuple[list[Run], list[DamagedRun]]:
         runs, damaged = [], []
@@ -558,9 +729,11 @@ class RunsStore:
     def latest_on(self, input_path: str) -> Run | None:
         """The newest committed run whose recorded input (``attrs["input"]["path"]``) is ``input_path``: the
         run a new one on that input is compared with (continuity). Damaged runs are skipped, with a warning
-        naming each one's path."""
+        naming each one's path and what is wrong (those known to be on another input, silently)."""
         runs, damaged = self._scan()
         for bad in damaged:
+            if bad.input_path not in (None, str(input_path)):
+                continue
             warnings.warn(
                 f"Skipping the damaged run {bad.run_id!r} ({bad.url}) for continuity: {bad.error}", stacklevel=2
             )
@@ -571,8 +744,11 @@ class RunsStore:
 
     def latest_in(self, series: str) -> Run | None:
         """The newest committed run of the series ``series`` (``attrs["series"]``, the deployment's name under
-        ``lowdens serve``): the run a nightly update starts from. Damaged runs are skipped, with a warning."""
+        ``lowdens serve``): the run a nightly update starts from. Damaged runs are skipped, with a warning (those
+        known to be of another series, silently)."""
         runs, damaged = self._scan()
         for bad in damaged:
+            if bad.series != series and (bad.series is not None or bad.input_path is not None):
+                continue
             warnings.warn(f"Skipping the damaged run {bad.run_id!r} ({bad.url}) of a series: {bad.error}", stacklevel=2)
         return next((run for run in runs if run.attrs.get("series") == series), None)
