@@ -19,6 +19,7 @@ from scipy.linalg import eigh
 
 from ..kernels.summaries import microclusters
 from .cluster_summary import ClusterSummary, bottom_rows, key_threshold, sample_keys, sample_size
+from .frame import check_value_range, column_units
 from .label_pass import label_rows
 from .memory import InMemoryData
 from .passes import PassCounter, delayed_task, map_reduce
@@ -76,8 +77,24 @@ def _apply_to_block(fn: Callable, x: np.ndarray, path: tuple, args: tuple):
 
 
 def _chunk_stats(x: np.ndarray, path: tuple):
+    """Rows, column sums, rows with NaN/inf, and each column's least and largest value (of the node's rows)."""
     rows, _ = _node_rows(x, path)
-    return np.float64(rows.shape[0]), rows.sum(axis=0), int(x.shape[0] - np.isfinite(x).all(axis=1).sum())
+    return (
+        np.float64(rows.shape[0]),
+        rows.sum(axis=0),
+        int(x.shape[0] - np.isfinite(x).all(axis=1).sum()),
+        rows.min(axis=0, initial=np.inf),
+        rows.max(axis=0, initial=-np.inf),
+    )
+
+
+def _combine_stats(*parts):
+    """:func:`_chunk_stats` of chunks combined: counts and sums added, least and largest values kept."""
+    return (
+        *_sum(*(part[:3] for part in parts)),
+        np.minimum.reduce([part[3] for part in parts]),
+        np.maximum.reduce([part[4] for part in parts]),
+    )
 
 
 def _chunk_node_microclusters(
@@ -112,9 +129,10 @@ def _combine_gaps(*parts):
     )
 
 
-def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray) -> np.ndarray:
+def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """The scatter of the node's rows with each column divided by ``unit`` (a power of two: exact)."""
     rows, _ = _node_rows(x, path)
-    rows = rows - mean
+    rows = rows / unit - mean / unit
     return rows.T @ rows
 
 
@@ -243,8 +261,9 @@ class ChunkedNode:
     #: Rows are held in chunks: every operation is a pass over them.
     chunked = True
 
-    def __init__(self, X: da.Array, path: tuple = (), counter: PassCounter | None = None):
+    def __init__(self, X: da.Array, path: tuple = (), counter: PassCounter | None = None, check_scale: bool = True):
         self.X = X
+        self.check_scale = check_scale and not path
         self.path = tuple(path)
         self.counter = PassCounter() if counter is None else counter
         self.n_features = X.shape[1]
@@ -253,15 +272,20 @@ class ChunkedNode:
         self._stats = None
         self._scatter = None
 
-    def _pass(self, fn: Callable, *args):
+    def _pass(self, fn: Callable, *args, combine: Callable = _sum):
         self.counter.add()
         name = f"lowdens-{fn.__name__.strip('_')}-{dask.base.tokenize(self.token, *args)[:12]}"
         path, args = _as_literals(self.path, args)
-        return map_reduce(name, _apply_to_block, [(fn, b, path, args) for b in self.blocks], _sum)
+        return map_reduce(name, _apply_to_block, [(fn, b, path, args) for b in self.blocks], combine)
 
     def _row_stats(self):
+        """The node's first pass: rows, column sums, NaN/inf rows, least and largest values. At the root of a fit
+        (``check_scale``) X's scale is checked here, before any other pass (:func:`check_value_range`)."""
         if self._stats is None:
-            self._stats = self._pass(_chunk_stats)
+            stats = self._pass(_chunk_stats, combine=_combine_stats)
+            if self.check_scale and stats[0] > 0:
+                check_value_range(stats[3], stats[4])
+            self._stats = stats
         return self._stats
 
     @property
@@ -279,14 +303,31 @@ class ChunkedNode:
         return self._row_stats()[2]
 
     def mean(self) -> np.ndarray:
-        count, total, _ = self._row_stats()
+        count, total = self._row_stats()[:2]
         return total / count
 
-    def scatter_matrix(self) -> np.ndarray:
-        """``sum_i (x_i - mean)(x_i - mean)^T`` over the node's rows (one pass)."""
+    def column_units(self) -> np.ndarray:
+        """Per column, the power of two at or above its largest |x| (:func:`~lowdens_dask.backend.frame.column_units`)."""
+        _, _, _, lo, hi = self._row_stats()
+        return column_units(np.maximum(np.abs(lo), np.abs(hi), where=np.isfinite(lo), out=np.zeros(lo.shape[0])))
+
+    def _unit_scatter(self) -> np.ndarray:
+        """The scatter of the rows with each column divided by :meth:`column_units` (one pass), where squares
+        neither over- nor underflow."""
         if self._scatter is None:
-            self._scatter = self._pass(_chunk_scatter, self.mean())
+            self._scatter = self._pass(_chunk_scatter, self.mean(), self.column_units())
         return self._scatter
+
+    def scatter_matrix(self) -> np.ndarray:
+        """``sum_i (x_i - mean)(x_i - mean)^T`` over the node's rows (one pass): the scatter of the columns
+        divided by powers of two, scaled back (exactly, where it is representable)."""
+        unit = self.column_units()
+        return self._unit_scatter() * np.outer(unit, unit)
+
+    def column_variances(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(var, unit)``: the columns' variances (divisor n - 1) in units of :meth:`column_units` (the variance
+        is ``var * unit**2``), as :func:`~lowdens_dask.backend.frame.column_moments` gives them in memory."""
+        return np.diag(self._unit_scatter()) / max(self.total_weight - 1.0, 1.0), self.column_units()
 
     def leading_eigenvectors(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k eigenpairs of the covariance (divisor n - 1), largest first, signs as in InMemoryData."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..kernels.summaries import merge_microclusters, microclusters
 from .cluster_summary import ClusterSummary, bottom_rows, key_threshold, sample_keys, sample_size
+from .frame import check_value_range
 from .passes import chunk_tasks, delayed_task, tree_reduce
 from .workers import compute
 
@@ -42,6 +43,8 @@ def _chunk_microclusters(
         finite = np.isfinite(x).all(axis=1)
         n_nonfinite = int(n - finite.sum())
         x = x[finite]
+    if x.shape[0]:  # values beyond SCALE_RANGE are refused here, before the k-means squares them (and overflows)
+        check_value_range(x.min(axis=0), x.max(axis=0), spread=False)
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread, representatives = microclusters(x, k, seed, representatives=True)
     rows, keys = bottom_rows(x, sample_keys(x.shape[0], np.random.default_rng([seed, 1])), *sample)

@@ -76,6 +76,7 @@ import numpy as np
 
 from ..backend import ChunkedData, as_dask_array
 from ..backend.cluster_summary import ClusterSummary
+from ..backend.frame import check_value_range
 from ..backend.summary_pass import SummaryPass
 from ._params import is_chunked_input, seed_of
 
@@ -123,6 +124,7 @@ def summarise(est, arr: da.Array, seed: int, update: bool = False) -> SummaryPas
     check_nonfinite(est, done.n_nonfinite, summary.n_rows)
     n_finite = summary.n_rows - done.n_nonfinite
     check_enough_rows(n_finite, summary.n_rows, 1 if update else 2)
+    check_summary_scale(summary, spread=not update)
     if update:
         return done
     k = summary.n_microclusters
@@ -158,9 +160,23 @@ def read_small_input(est, arr: da.Array, update: bool = False) -> tuple[np.ndarr
     check_enough_rows(x.shape[0] - n_nonfinite, x.shape[0], 1 if update else 2)
     if update:
         X = np.ascontiguousarray(x if n_nonfinite == 0 else x[finite], dtype=np.float64)
+        if X.shape[0]:  # a batch may be one point: only its largest |x| is checked
+            check_value_range(X.min(axis=0), X.max(axis=0), spread=False)
         return X, np.ones(X.shape[0]), n_nonfinite
     X, weights = check_fit_input(est, x if n_nonfinite == 0 else x[finite], None)
     return X, weights, n_nonfinite
+
+def check_summary_scale(summary: ClusterSummary, spread: bool = True) -> None:
+    """X's scale (:func:`~lowdens_dask.backend.frame.check_value_range`) from the summarising pass, the first
+    pass over it, before anything else is computed: the least and largest values of its microclusters' means and
+    of its sample of rows (means lie within the rows' range, so a scale refused here is X's). An update's batch
+    (``spread`` False) may be one point; only its largest |x| is checked."""
+    points = summary.means
+    if summary.sample is not None and len(summary.sample):
+        points = np.vstack([points, summary.sample])
+    if len(points):
+        check_value_range(points.min(axis=0), points.max(axis=0), spread=spread)
+
 
 def rows_summary(rows: np.ndarray, weights: np.ndarray, n_rows: int) -> ClusterSummary:
     """Rows as their own microclusters (no spread): the summary of small input."""

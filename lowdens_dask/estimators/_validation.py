@@ -11,6 +11,7 @@ from sklearn.utils.validation import validate_data
 from threadpoolctl import threadpool_limits
 
 from .._warnings import warn
+from ..backend.frame import check_value_range, column_moments
 from ..indices.minimum_density import BANDWIDTH_RANGE
 
 
@@ -54,7 +55,8 @@ def reject_strings(X) -> None:
 
 
 def check_fit_input(estimator, X, sample_weight) -> tuple[np.ndarray, np.ndarray]:
-    """Validate X (finite, 2-D, at least two rows, no strings) and the weights; warn about constant columns."""
+    """Validate X (finite, 2-D, at least two rows, no strings, of a scale within
+    :data:`~lowdens_dask.backend.frame.SCALE_RANGE`) and the weights; warn about constant columns."""
     reject_strings(X)
     X = validate_data(estimator, X, dtype=np.float64, order="C", ensure_min_samples=2, ensure_all_finite=True)
     return X, _checked_weights(X, sample_weight)
@@ -137,8 +139,10 @@ def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
                 f"{1 / MIN_RELATIVE_WEIGHT:g} of each other: the methods multiply weights, and products this far "
                 "apart underflow in float64. Set such weights to 0 (those rows are still labelled) or raise them."
             )
-    spread = np.ptp(X[weights > 0], axis=0)
-    constant = np.flatnonzero(spread == 0)
+    rows = X[weights > 0]
+    lo, hi = rows.min(axis=0), rows.max(axis=0)
+    check_value_range(lo, hi)  # X's scale, before anything is computed from its values
+    constant = np.flatnonzero(hi == lo)
     if constant.size == X.shape[1]:
         raise ValueError("Every feature of X is constant; there is no direction to split along.")
     if constant.size:
@@ -150,11 +154,11 @@ def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
 
 
 def standardisation(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted column means and standard deviations (divisor W - 1); constant columns get scale 1."""
-    total = weights.sum()
-    mean = weights @ X / total
-    var = weights @ (X - mean) ** 2 / max(total - 1.0, 1.0)
-    scale = np.sqrt(var)
+    """Weighted column means and standard deviations (divisor W - 1); constant columns get scale 1. The variances
+    are taken of the columns divided by powers of two (:func:`~lowdens_dask.backend.frame.column_moments`), so a
+    column of scale 1e-170 gets its own deviation, not 0 (its variance underflowed)."""
+    mean, var, unit = column_moments(X, weights)
+    scale = np.sqrt(var) * unit
     scale[scale == 0] = 1.0
     return mean, scale
 

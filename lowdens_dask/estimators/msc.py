@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
-from ..backend.frame import CONSTANT_SCALE, constant_columns
+from ..backend.frame import CONSTANT_SCALE, check_value_range, column_moments, constant_columns
 from ..backend.passes import PassCounter, map_reduce
 from ..pursuit.msc import (
     METRICS,
@@ -157,9 +157,8 @@ def _constant(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
     within a float64 variance's error bound, ``backend.frame.constant_columns``, with n the rows' total weight):
     they get ``CONSTANT_SCALE``, else z-scoring makes their last bits a feature of unit variance."""
     total = float(weights.sum())
-    mean = weights @ rows / total
-    var = weights @ (rows - mean) ** 2 / max(total - 1.0, 1.0)
-    return (np.ptp(rows, axis=0) == 0) | constant_columns(mean, var, total)
+    mean, var, unit = column_moments(rows, weights)  # in units where a variance neither under- nor overflows
+    return (np.ptp(rows, axis=0) == 0) | constant_columns(mean, var, total, unit)
 
 
 def _rule(support, coef, metric: str, gamma: float, scale: np.ndarray) -> KernelExpansionRule:
@@ -233,6 +232,8 @@ def _chunk_leaves(x: np.ndarray, tree_json: str | None, seed: int, r: int):
     smallest random key (a uniform sample, merged across chunks by keeping the ``r`` smallest keys)."""
     finite = np.isfinite(x).all(axis=1)
     x = np.asarray(x[finite], dtype=np.float64)
+    if tree_json is None and x.shape[0]:  # the first pass: values beyond SCALE_RANGE are refused before squaring
+        check_value_range(x.min(axis=0), x.max(axis=0), spread=False)
     labels = np.zeros(x.shape[0], dtype=np.int64) if tree_json is None else leaf_labels_from_json(x, tree_json)
     keys = np.random.default_rng(seed).random(x.shape[0])
     out = {}
@@ -493,6 +494,8 @@ class _MSCBase(TreeClustering):
         growth = _ChunkedGrowth(self, arr)
         info, nonfinite = growth.leaves_pass(None)
         total = arr.shape[0]
+        if info[0] is not None:  # X's scale, from the first pass's least and largest values, before anything else
+            check_value_range(info[0][3], info[0][4])
         check_nonfinite(self, nonfinite, total)
         if info[0] is None or info[0][0] < 2:
             check_enough_rows(total - nonfinite, total)

@@ -135,7 +135,8 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
     @staticmethod
     def _deflated(X, V, weights, chunked):
         deflated = X - (X @ V.T) @ V
-        return ChunkedNode(deflated) if chunked else InMemoryData(deflated, weights)
+        # X's scale is checked on X itself (the first node's first pass), not on what deflation leaves of it
+        return ChunkedNode(deflated, check_scale=V.shape[0] == 0) if chunked else InMemoryData(deflated, weights)
 
     def transform(self, X):
         """The projections ``X @ components_.T`` (lazily, for Dask or zarr input)."""
