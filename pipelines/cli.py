@@ -358,8 +358,8 @@ class _Request:
             )
         n_rows = self.X.shape[0] - (n_bad if self.in_process else 0)
         told = self.plan.n_clusters if isinstance(self.plan.n_clusters, int) and self.plan.parent is None else 0
-        if n_rows < 2 or told > n_rows:
-            needed = max(2, told)
+        needed = 1 if self.plan.parent is not None else max(2, told)  # an update's batch may be one row
+        if n_rows < needed:
             raise ValueError(f"{input_path}: {n_rows} row(s) without NaN or inf; at least {needed} are needed.")
         if isinstance(true_labels, str):
             labels = load_labels(true_labels)
@@ -400,8 +400,9 @@ class _Request:
         if _prefect_api_url():
             from .flows import recluster
 
-            # the flow replaces a run committed at its id while it ran (the run id was checked free above)
-            return recluster(self.input_path, cluster=self.cluster(), **settings)
+            return recluster(
+                self.input_path, cluster=self.cluster(), replace=self.replace, force=self.force, **settings
+            )
         from . import job
         from .progress import Progress
 

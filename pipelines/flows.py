@@ -121,11 +121,11 @@ def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) ->
 # ---------------------------------------------------------------------------------------------------- tasks
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
 def load_and_validate(
-    input_path: str, storage_options: dict | None, true_labels, header: bool | None = None
+    input_path: str, storage_options: dict | None, true_labels, header: bool | None = None, update: bool = False
 ) -> tuple[dict, np.ndarray | None]:
     """The input's identity and the true labels, if any (:func:`.job.load_and_validate`): bad input fails
-    here, before any cluster starts."""
-    return job.load_and_validate(input_path, storage_options, true_labels, header=header)
+    here, before any cluster starts. An update's batch (``update``) may be one row."""
+    return job.load_and_validate(input_path, storage_options, true_labels, header=header, update=update)
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
@@ -232,6 +232,8 @@ def recluster(
     update_from: str | None = None,
     series: str | None = None,
     refit_every: int | None = None,
+    replace: bool = True,
+    force: bool = False,
 ) -> str:
     """Recluster the array at ``input_path`` (zarr, ``.npy``, ``.csv`` or parquet) with ``method`` (default mdh)
     into ``n_clusters`` clusters (default "auto") and persist the run in ``store`` as ``run_id`` (default: made
@@ -251,21 +253,26 @@ def recluster(
     (``lowdens serve`` gives its deployment's name); with ``refit_every`` N, each run updates the series' latest
     run, and every N-th is a full fit. The settings (``method``, ``n_clusters``, ``params``, ``random_state``) left
     at None are the parent's for an update (``params`` given are set over the parent's). A failed update leaves
-    its parent as it was.
+    its parent as it was. A run committed at ``run_id`` is replaced only with ``replace`` (the default here, as
+    a deployment's runs or Prefect's retries need; ``lowdens fit`` asks for ``--replace``), and never one that other
+    runs name as their parent unless ``force`` (:func:`.job.plan_run`); a run committed there while this one ran
+    is not replaced without ``replace`` either: the commit fails.
     """
     logger = get_run_logger()
     runs = RunsStore(store)
-    plan = job.plan_run(runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id)
+    plan = job.plan_run(
+        runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id, replace, force
+    )
     with get_client(sync_client=True) as client:
         runner = dask_task_runner(cluster, api_url=str(client.api_url))
     started = time.perf_counter()
-    identity, truth = load_and_validate(input_path, storage_options, true_labels, header)
+    identity, truth = load_and_validate(input_path, storage_options, true_labels, header, plan.parent is not None)
     load_seconds = time.perf_counter() - started
     logger.info("load_and_validate: %s, shape %s, %s", identity["path"], identity["shape"], identity["dtype"])
     resume, previous = job.start_point(runs, plan, identity)
     if plan.parent is not None:
         logger.info("updating run %s (update %d since its fit)", plan.parent.run_id, plan.parent.tree.update + 1)
-    with runs.attempt(run_id) as attempt:
+    with runs.attempt(run_id, replace=replace) as attempt:
         done = recluster_on_dask.with_options(task_runner=runner)(
             input_path, plan.estimator_settings, storage_options, identity, previous, attempt.url, header, resume
         )

@@ -196,15 +196,23 @@ def route_to_stable_ids(X: da.Array, tree_json: str, stable_ids) -> da.Array:
 
 
 def load_and_validate(
-    input_path: str, storage_options: dict | None, true_labels, header: bool | None = None, X: da.Array | None = None
+    input_path: str,
+    storage_options: dict | None,
+    true_labels,
+    header: bool | None = None,
+    X: da.Array | None = None,
+    update: bool = False,
 ) -> tuple[dict, np.ndarray | None]:
     """The input's identity and the true labels, if any: a missing store or array, a wrong dtype or shape,
     an empty array, or labels of the wrong length fail here, before any cluster starts. ``X``: the input,
-    when it is already open."""
+    when it is already open. A fit needs 2 rows, an update's batch (``update``) 1."""
     identity = input_identity(input_path, storage_options, header=header, X=X)
     n_rows = identity["shape"][0]
-    if n_rows < 2:
-        raise ValueError(f"The array at {input_path!r} has {n_rows} row(s); at least 2 are needed.")
+    if n_rows < (1 if update else 2):
+        raise ValueError(
+            f"The array at {input_path!r} has {n_rows} row(s); at least {1 if update else 2} "
+            f"{'is' if update else 'are'} needed."
+        )
     if true_labels is None:
         return identity, None
     truth = load_labels(true_labels) if isinstance(true_labels, str) else np.asarray(true_labels)
@@ -480,7 +488,8 @@ def run_job(
     )
     X = open_input(input_path, storage_options, header=header) if X is None else X
     started = time.perf_counter()
-    identity, truth = load_and_validate(input_path, storage_options, true_labels, header=header, X=X)
+    update = plan.parent is not None
+    identity, truth = load_and_validate(input_path, storage_options, true_labels, header=header, X=X, update=update)
     seconds = {"load_and_validate": time.perf_counter() - started}
     resume, previous = start_point(runs, plan, identity)
     with runs.attempt(run_id, replace=replace) as attempt:

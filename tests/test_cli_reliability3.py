@@ -530,3 +530,19 @@ def test_the_flow_retries_a_commit_that_failed_and_reuses_the_run_id(here, monke
     assert recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local) == "night-1"
     assert [run.run_id for run in RunsStore("runs").runs()] == ["night-1"]
     assert len(list((here / "runs" / "night-1").iterdir())) == 1
+    with pytest.raises(job.RunIdTaken, match="already committed"):  # as lowdens fit without --replace
+        recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local, replace=False)
+
+
+# ------------------------------------------------------------------------------------------------ item 11
+@pytest.mark.parametrize("rows", [1, 50], ids=["one row", "identical rows"])
+def test_an_update_batch_of_one_row_or_of_identical_rows_is_merged(here, capsys, rows):
+    """Issue 34, item 11 (the CLI): '--update-from' with a batch of one row was refused ('1 row(s) without NaN or
+    inf; at least 2 are needed'); a batch of identical rows gets merged as in the library."""
+    np.save("X.npy", _blobs())
+    np.save("batch.npy", np.repeat(_blobs()[:1], rows, axis=0))
+    assert lowdens(capsys, "fit", "X.npy", "--run-id", "night-1")[0] == 0
+    status, out, err = lowdens(capsys, "fit", "batch.npy", "--run-id", "night-2", "--update-from", "night-1")
+    assert status == 0 and out[0].startswith("night-2\t"), err
+    night = RunsStore("lowdens-runs").get("night-2")
+    assert night.parent == "night-1" and night.tree.update == 1
