@@ -11,6 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import lowdens_dask as ld
 from lowdens_dask.estimators.variance_ratio import f_distribution_index
+from lowdens_dask.testing import separated_groups
 
 
 @pytest.fixture(autouse=True)
@@ -67,26 +68,11 @@ def test_item3_summary_mode_is_reproducible_without_a_random_state():
     assert all(f.tree_.to_json() == fits[0].tree_.to_json() for f in fits)
 
 
-def _agreement_case(case: int) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """The random agreement case ``case`` of the search that reproduced item 4 (``benchmarks/results/
-    reliability.md``): k groups at least 20 apart in d columns, n rows, in irregular row chunks."""
-    rng = np.random.default_rng(1000 + case)
-    k, d, n = int(rng.integers(2, 6)), int(rng.integers(2, 5)), int(rng.integers(2000, 6001))
-    while True:
-        centres = rng.uniform(-40, 40, (k, d))
-        if np.linalg.norm(centres[:, None] - centres[None], axis=2)[np.triu_indices(k, 1)].min() >= 20:
-            break
-    truth = rng.integers(0, k, n)
-    X = centres[truth] + rng.standard_normal((n, d))
-    cuts = np.sort(rng.choice(np.arange(1, n), size=int(rng.integers(3, 10)), replace=False))
-    return X, truth, tuple(np.diff([0, *cuts, n]).tolist())
-
-
 @pytest.mark.parametrize("name,case", [("IPDDP", 56), ("MCClustering", 113), ("DePDDP", 6)])
 def test_item4_irregular_chunks_agree_with_exact_mode(name, case):
     """Item 4: groups at least 20 apart in irregular chunks: on 3aa89e4 exact mode found them all and summary
-    mode 1 (these three of the 46 of 400 random cases where the two disagreed)."""
-    X, truth, chunks = _agreement_case(case)
+    mode 1 (three of the 46 of 400 cases where the two disagreed: ``benchmarks/mode_agreement.py``)."""
+    X, truth, chunks = separated_groups(case)
     for mode in ("exact", "summary"):
         fitted = getattr(ld, name)(n_clusters="auto", mode=mode).fit(da.from_array(X, chunks=(chunks, X.shape[1])))
         assert fitted.n_clusters_ == len(np.unique(truth)), mode
