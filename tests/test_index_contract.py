@@ -11,6 +11,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+from tolerances import argmin_atol, assert_within, rows_atol, sum_atol
 
 import lowdens_dask
 from lowdens_dask import METHODS
@@ -20,6 +21,9 @@ from lowdens_dask.backend.frame import Frame
 from lowdens_dask.indices import INDICES
 from lowdens_dask.pursuit import find_hyperplane
 from lowdens_dask.pursuit.hyperplanes import _InMemoryObjective
+
+#: The pursuits' default stopping tolerance (the largest of the indices' defaults).
+PURSUIT_FTOL = 1e-5
 
 NAMES = sorted(INDICES)
 
@@ -58,11 +62,14 @@ def test_chunked_passes_equal_the_one_chunk_path(name):
     for chunks in (900, 250):
         hp = find_hyperplane(name, ChunkedNode(da.from_array(X, chunks=(chunks, X.shape[1]))), v0=v0)
         assert hp.valid == ref.valid
-        np.testing.assert_allclose(hp.v, ref.v, rtol=1e-6, atol=1e-8)
-        assert hp.b == pytest.approx(ref.b, rel=1e-6, abs=1e-8)
+        # pursuits over chunk sums and in memory, stopped at a relative change of ftol (at most the default
+        # 1e-5): directions agree to sqrt(ftol), b and the statistics (first order in them) as much
+        tol = argmin_atol(PURSUIT_FTOL)
+        np.testing.assert_allclose(hp.v, ref.v, atol=tol)
+        assert hp.b == pytest.approx(ref.b, abs=tol * np.linalg.norm(X, axis=1).max())
         assert hp.stats.keys() == ref.stats.keys()
         for key, value in ref.stats.items():
-            assert hp.stats[key] == pytest.approx(value, rel=1e-5, nan_ok=True)
+            assert hp.stats[key] == pytest.approx(value, rel=tol, nan_ok=True)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -83,9 +90,9 @@ def test_index_evaluation_in_chunks_equals_in_memory(name):
         ref = index.evaluate(p, np.ones_like(p), stages[j], g)
         assert split.b == pytest.approx(ref.b, rel=1e-9, abs=1e-9)
         assert split.value == pytest.approx(ref.value, rel=1e-9, abs=1e-12)
-        if xtg is not None:
-            np.testing.assert_allclose(xtg, X.T @ g, rtol=1e-7, atol=1e-9)
-            assert sum_g == pytest.approx(g.sum(), rel=1e-7, abs=1e-9)
+        if xtg is not None:  # signed sums over the rows: within their rounding (tests/tolerances.py)
+            assert_within(xtg, X.T @ g, rtol=1e-7, atol=rows_atol(X * g[:, None], axis=0))
+            assert sum_g == pytest.approx(g.sum(), rel=1e-7, abs=sum_atol(g))
 
 
 PURSUED = [name for name in NAMES if not INDICES[name].fixed_direction]

@@ -11,6 +11,7 @@ import zarr
 from scipy.linalg import null_space
 from scipy.spatial.distance import cdist
 from sklearn.metrics import adjusted_rand_score
+from tolerances import EPS, SAFETY, assert_within
 
 from lowdens_dask import MSC, ClusterTree, MSCClustering
 from lowdens_dask.pursuit.msc import (
@@ -74,6 +75,16 @@ def reference_w(D, alpha):
     return U @ V[:, -1]
 
 
+def metric_atol(A, B, ref, metric, gamma):
+    """Tolerance of m(a, b) computed from |a|^2 + |b|^2 - 2 a.b (distance_features; distance_matrix on centred rows)
+    against a direct formula: that expansion rounds to about (d + 2) eps (|a| + |b|)^2 (its terms cancel when the
+    rows share an offset), and m = sqrt(m^2) with dm^2/dr^2 at most 2 gamma (Gaussian) or 1 (Euclidean) carries
+    it as that over 2 m (tests/tolerances.py)."""
+    norms = np.linalg.norm(A, axis=1)[:, None] + np.linalg.norm(B, axis=1)[None, :]
+    r2_error = SAFETY * (A.shape[1] + 2) * EPS * norms**2 * (2 * gamma if metric == "gaussian" else 1.0)
+    return r2_error / (2 * np.maximum(ref, np.sqrt(r2_error))) + EPS
+
+
 def same_direction(a, b):
     return abs(a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))
 
@@ -85,10 +96,12 @@ def test_distance_features_and_matrix_equal_cdist(metric):
     X, S = rng.normal(size=(70, 4)) * 3 + 100, rng.normal(size=(9, 4)) * 3 + 100
     sigma2 = 5.0
     ref = gaussian_metric(X, S, sigma2) if metric == "gaussian" else cdist(X, S)
-    np.testing.assert_allclose(distance_features(X, S, metric=metric, gamma=1 / sigma2, block_rows=16), ref, atol=1e-10)
+    found = distance_features(X, S, metric=metric, gamma=1 / sigma2, block_rows=16)
+    assert_within(found, ref, atol=metric_atol(X, S, ref, metric, 1 / sigma2))
     D = distance_matrix(X, metric=metric, gamma=1 / sigma2, block_rows=16)
     ref = gaussian_metric(X, X, sigma2) if metric == "gaussian" else cdist(X, X)
-    np.testing.assert_allclose(D, ref, atol=1e-10)
+    Xc = X - X.mean(axis=0)  # distance_matrix centres the rows first
+    assert_within(D, ref, atol=metric_atol(Xc, Xc, ref, metric, 1 / sigma2))
     assert np.array_equal(D, D.T) and not np.any(np.diag(D))
 
 
@@ -168,12 +181,14 @@ def test_disparity_cut_equals_the_double_sums_of_eq_3_7():
 
     size_a, size_b = sum(b[i] ** 2 for i in A), sum(b[i] ** 2 for i in B)
     ref = 2 * cut(A, B) - size_b / size_a * cut(A, A) - size_a / size_b * cut(B, B)
-    assert disparity_cut(D, side, beta) == pytest.approx(ref, rel=1e-12)
+    # three double sums of positive terms that cancel: within the rounding of all their terms
+    terms = 2 * cut(A, B) + size_b / size_a * cut(A, A) + size_a / size_b * cut(B, B)
+    assert disparity_cut(D, side, beta) == pytest.approx(ref, rel=1e-12, abs=SAFETY * D.size * EPS * terms)
     # a weight of 2 is the row twice (each with its β)
     counts = rng.integers(1, 3, size=25)
     rep = np.repeat(np.arange(25), counts)
     assert disparity_cut(D, side, beta, weights=counts) == pytest.approx(
-        disparity_cut(D[np.ix_(rep, rep)], side[rep], beta[rep]), rel=1e-10
+        disparity_cut(D[np.ix_(rep, rep)], side[rep], beta[rep]), rel=1e-10, abs=SAFETY * rep.size**2 * EPS * terms
     )
 
 
