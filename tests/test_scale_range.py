@@ -182,10 +182,11 @@ def test_column_moments_are_the_rows_own_statistics():
 def test_a_column_of_tiny_scale_is_standardized_not_dropped(name, chunked):
     """Before: a column of scale 1e-170 beside columns of scale 1 was 'within rounding error' (its variance
     underflowed) and dropped with standardize=True, so MDHClustering split a cluster (3258 / 742 rows). Now its
-    variance is taken in units of a power of two: it is z-scored, and the fit is the one at scale 1."""
+    variance is taken in units of a power of two: it is z-scored, and the fit is the one at scale 1 (bit for bit:
+    the column is scaled by a power of two, 2^-565 = 1.7e-170, so its z-scores are the same numbers)."""
     rng = np.random.default_rng(0)
     X = np.hstack([np.r_[rng.normal(0, 1, 300), rng.normal(10, 1, 300)][:, None], rng.normal(size=(600, 2))])
-    tiny = X * np.array([1e-170, 1.0, 1.0])
+    tiny = X * np.array([2.0**-565, 1.0, 1.0])
     if chunked and name in ("MSCClustering", "SVMRelabelClustering"):
         pytest.skip("fitted on chunks by landmarks or summaries, not by the frame of exact mode")
     mode = {"mode": "exact"} if chunked else {}
