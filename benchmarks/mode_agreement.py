@@ -31,10 +31,8 @@ def main() -> None:
         X, truth, chunks = separated_groups(case)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            fits = [
-                getattr(lowdens_dask, name)(n_clusters="auto", mode=mode).fit(da.from_array(X, chunks=(chunks, X.shape[1])))
-                for mode in ("exact", "summary")
-            ]
+            arr = da.from_array(X, chunks=(chunks, X.shape[1]))
+            fits = [getattr(lowdens_dask, name)(n_clusters="auto", mode=mode).fit(arr) for mode in ("exact", "summary")]
         found = [f.n_clusters_ for f in fits]
         k = len(np.unique(truth))
         disagree[name] += found[0] != found[1]

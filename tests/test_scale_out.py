@@ -290,7 +290,7 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
 
     serial = model._grow(summary.summary.data(), Frame(), 0, None).tree
     assert [(n.id, n.children, n.size) for n in parallel] == [(n.id, n.children, n.size) for n in serial]
-    radius = np.linalg.norm(X, axis=1).max()
+    radius = float(np.linalg.norm(X, axis=1).max())
     for a, b in zip(parallel, serial):
         if not a.is_leaf:  # pursuits stopped at ftol, in other orders of summation (tests/tolerances.py)
             np.testing.assert_allclose(a.v, b.v, atol=argmin_atol(model.ftol))

@@ -12,8 +12,8 @@ import os
 from collections.abc import Callable
 
 import dask.array as da
-import numpy as np
 import zarr
+from sklearn.utils import check_random_state
 
 from .._warnings import warn
 from ..backend import as_dask_array
@@ -25,17 +25,9 @@ AUTO_SUMMARY_ROWS = 2_000_000
 
 
 def seed_of(random_state) -> int:
-    """The integer seed of ``random_state``: None means 0 (a fit is reproducible, as every method's own draws
-    are), an int itself, a RandomState or Generator one draw from it."""
-    if random_state is None:
-        return 0
-    if isinstance(random_state, numbers.Integral):
-        return int(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(2**31 - 1))
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(2**31 - 1))
-    raise ValueError(f"random_state must be None, an int, a RandomState or a Generator; got {random_state!r}.")
+    """The integer seed a fit draws from ``random_state`` (scikit-learn's ``check_random_state``), where None means
+    0: a fit is reproducible, as every method's own draws are. An int gives the seed it always gave."""
+    return int(check_random_state(0 if random_state is None else random_state).randint(2**31 - 1))
 
 
 def is_chunked_input(X) -> bool:

@@ -9,6 +9,7 @@ import numbers
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -257,7 +258,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         data = InMemoryData(Z, weights, spread)
         targets = [1] if self.classes_.size == 2 else range(self.classes_.size)
         coef, intercept, self.stats_, self.n_evaluations_ = [], [], [], 0
-        seeds = np.random.RandomState(seed_of(self.random_state))  # one SVM seed per hyperplane
+        seeds = check_random_state(0 if self.random_state is None else self.random_state)  # a seed per hyperplane
         with single_threaded_blas():
             for target in targets:
                 labels = np.where(codes < 0, 0.0, np.where(codes == target, 1.0, -1.0)) * label_weights

@@ -21,7 +21,7 @@ from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
 from ..tree.grower import Growth, GrowthRules, by_size, grow
 from ..tree.spectral import SpectralSplitter, least_connected
-from ._params import DEPRECATED, init_with, renamed, scale_out, seed_of
+from ._params import DEPRECATED, init_with, renamed, scale_out
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
 from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
 from .divisive import _DivisiveClustering, growth_target
@@ -256,7 +256,7 @@ class _SpectralClustering(_DivisiveClustering):
             )  # fmt: skip
         if original is not None:  # an update: the spread of the merged summary, and seeds of this update
             spread = data.within_variance
-            random_state = [seed_of(self.random_state), self.tree_.update + 1]
+            random_state = [_seed(self.random_state), self.tree_.update + 1]
         else:
             original = data.X if frame.mean is None else data.X * frame.scale + frame.mean
             random_state = self.random_state
@@ -298,6 +298,10 @@ class _SpectralClustering(_DivisiveClustering):
                 "leaf has two distinct rows of positive weight that it can separate."
             )
         return {}
+
+
+def _seed(random_state) -> int:
+    return int(random_state) if isinstance(random_state, numbers.Integral) else 0
 
 
 def _clustering_doc(summary: str, n_components: int, laplacian: str | None, scheme: str) -> str:
