@@ -9,6 +9,13 @@ import nothing heavy."""
 from __future__ import annotations
 
 import importlib
+import os
+
+#: Seconds Prefect's temporary server (its ephemeral mode: a flow run with no Prefect API configured) may take
+#: to start, unless PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS says otherwise: on a loaded 2-core machine it
+#: needed 19.5 s of Prefect's default 20 s, and the flow failed. Set before the flows import Prefect.
+EPHEMERAL_STARTUP_SECONDS = 120
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", str(EPHEMERAL_STARTUP_SECONDS))
 
 __all__ = ["Attempt", "Run", "RunsStore", "new_run_id"]
 
