@@ -2,7 +2,8 @@
 
     lowdens demo [--out DIR]                       a bundled data set clustered end to end, persisted and plotted
     lowdens fit INPUT [--method NAME] [--n-clusters K|auto] [--param NAME=VALUE ...] [--labels PATH] [--store RUNS]
-                      [--run-id ID [--replace [--force]]] [--update-from RUN] [--header | --no-header]
+                      [--run-id ID [--replace [--force]]] [--update-from RUN [--allow-same-input]]
+                      [--header | --no-header]
                       [--scheduler ADDRESS | --workers N | --cluster-class CLASS --cluster-kwargs JSON]
     lowdens predict RUN INPUT --out OUT            OUT's suffix picks the format: .zarr, .npy, .csv, .parquet
     lowdens plot RUN [--out DIR]
@@ -209,7 +210,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="RUN",
         help="update the committed run RUN with these rows (partial_fit) instead of fitting afresh: the new run "
         "keeps RUN's cluster ids, names RUN as its parent and records what changed; --method, --n-clusters, "
-        "--param and --random-state default to RUN's",
+        "--param and --random-state default to RUN's; an input holding the same rows as RUN's, or as a run before "
+        "it in its line, is refused (see --allow-same-input)",
+    )
+    fit.add_argument(
+        "--allow-same-input",
+        action="store_true",
+        help="with --update-from: add the rows even if RUN, or a run before it in its line, already holds them (the "
+        "same file ingested again, or the same rows under another name)",
     )
 
     predict = sub.add_parser("predict", help="the cluster ids of a run for new rows")
@@ -324,6 +332,9 @@ class _Request:
         self.args, self.input_path, self.true_labels = args, input_path, true_labels
         self.update_from = getattr(args, "update_from", None)
         self.replace, self.force = getattr(args, "replace", False), getattr(args, "force", False)
+        self.allow_same_input = getattr(args, "allow_same_input", False)
+        if self.allow_same_input and self.update_from is None:
+            raise ValueError("--allow-same-input goes with --update-from: it lets an update add rows its line holds.")
         try:  # the settings not given: the parent run's for an update, else the defaults
             settings = (args.method, args.n_clusters, _params(args.param) or None, args.random_state)
             run_id = getattr(args, "run_id", None)
@@ -334,6 +345,7 @@ class _Request:
                 run_id=run_id,
                 replace=self.replace,
                 force=self.force,
+                allow_same_input=self.allow_same_input,
             )
         except job.RunIdTaken as exc:
             raise ValueError(_run_id_taken(exc, args.store)) from None
@@ -343,6 +355,17 @@ class _Request:
         self.X, self.info = read_input(input_path, header=args.header)
         if self.plan.parent is not None:
             job.check_update_input(self.plan.parent, {"path": input_path, "shape": list(self.X.shape)})
+            if not self.allow_same_input:
+                from .identity import input_identity
+
+                try:
+                    job.check_same_input(RunsStore(args.store), self.plan.parent, input_identity(input_path, X=self.X))
+                except job.SameInputError as exc:
+                    held = f" ({exc.path})" if exc.path and exc.path != input_path else ""
+                    raise ValueError(
+                        f"{input_path}: run {exc.run_id!r}{held} already holds these rows, in the line of run "
+                        f"{self.update_from!r}; an update adds new rows (--allow-same-input adds them again)."
+                    ) from None
         self.in_process = not (args.scheduler or args.workers or args.cluster_class) and (
             self.X.nbytes <= IN_PROCESS_MAX_BYTES
         )
@@ -400,6 +423,8 @@ class _Request:
         if _prefect_api_url():
             from .flows import recluster
 
+            if self.allow_same_input:  # the flow's parameter, only when asked for
+                settings["allow_same_input"] = True
             return recluster(
                 self.input_path, cluster=self.cluster(), replace=self.replace, force=self.force, **settings
             )
@@ -408,7 +433,13 @@ class _Request:
 
         with _dask_cluster(self) as _, Progress(enabled=False if a.verbose else None) as progress:
             return job.run_job(
-                self.input_path, X=self.X, step=progress.step, replace=self.replace, force=self.force, **settings
+                self.input_path,
+                X=self.X,
+                step=progress.step,
+                replace=self.replace,
+                force=self.force,
+                allow_same_input=self.allow_same_input,
+                **settings,
             )
 
 

@@ -169,6 +169,45 @@ def check_update_input(parent: Run, identity: dict) -> None:
         )
 
 
+class SameInputError(ValueError):
+    """An update whose input holds the same rows as a run already in its line (:func:`check_same_input`):
+    ``run_id`` is that run, ``path`` the input it recorded."""
+
+    def __init__(self, message: str, run_id: str, path: str | None):
+        super().__init__(message)
+        self.run_id, self.path = run_id, path
+
+
+def same_rows(a: dict, b: dict) -> bool:
+    """Whether two input identities (:func:`.identity.input_identity`) hold the same rows: the same shape, dtype
+    and content fingerprint, whatever their paths."""
+    return all(a.get(key) is not None and a.get(key) == b.get(key) for key in ("shape", "dtype", "fingerprint"))
+
+
+def check_same_input(runs: RunsStore, parent: Run, identity: dict) -> None:
+    """The rows of an update of ``parent`` are not those of ``parent`` or of any run before it in its line (the
+    ``parent`` chain): else a :class:`SameInputError` (a ``ValueError``) naming the run that already holds them
+    (the nearest one). An ancestor that is no longer in the store ends the walk."""
+    run, seen = parent, set()
+    while run is not None and run.run_id not in seen:
+        seen.add(run.run_id)
+        recorded = run.attrs.get("input") or {}
+        if same_rows(identity, recorded):
+            where = recorded.get("path")
+            raise SameInputError(
+                f"{identity['path']} holds the same rows as the input of run {run.run_id!r}"
+                + (f" ({where})" if where and where != identity["path"] else "")
+                + ", which already holds them in the line of the run this would update; an update adds new rows "
+                "(allow_same_input=True adds them again).",
+                run.run_id,
+                where,
+            )
+        try:
+            run = runs.get(run.parent) if run.parent is not None else None
+        except (KeyError, ValueError):  # an ancestor replaced or damaged: the line is known no further
+            run = None
+
+
 def resume_point(parent: Run) -> dict:
     """What an update needs of its parent run, as JSON-ready values: its id, where it is (its summary is read
     from there), its tree with each leaf labelled by the run's cluster id (a fit's tree labels its leaves 0..K-1
@@ -386,6 +425,7 @@ class Plan:
     random_state: int | None
     parent: Run | None  #: the run updated, or None for a fit
     latest: Run | None  #: the run a fit's ids are matched with, or None for the latest on the same input path
+    allow_same_input: bool = False  #: an update may add rows its line already holds (:func:`check_same_input`)
 
     @property
     def settings(self) -> dict:
@@ -413,6 +453,7 @@ def plan_run(
     run_id: str | None = None,
     replace: bool = True,
     force: bool = False,
+    allow_same_input: bool = False,
 ) -> Plan:
     """Whether the run fits or updates, and its settings; every problem is a ``ValueError`` (a ``KeyError`` for a
     parent run that is not in the store), raised before any work starts.
@@ -429,6 +470,9 @@ def plan_run(
     ``run_id`` at which a run is committed: replaced only with ``replace`` (the default here; ``lowdens fit`` asks
     for ``--replace``), and never a run that others name as their parent unless ``force``
     (:func:`check_run_id_free`).
+
+    An update whose input holds the same rows as its parent's, or as those of a run before it in its line, is
+    refused when its input is checked (:func:`start_point`, :func:`check_same_input`) unless ``allow_same_input``.
     """
     if update_from is not None and refit_every is not None:
         raise ValueError("update_from and refit_every exclude each other: a series chooses the run it updates.")
@@ -450,7 +494,8 @@ def plan_run(
             method, "auto" if n_clusters is None else n_clusters, dict(params or {}), random_state, None, latest
         )
     else:
-        plan = Plan(*update_settings(parent, method, n_clusters, params, random_state), parent, latest)
+        settings = update_settings(parent, method, n_clusters, params, random_state)
+        plan = Plan(*settings, parent, latest, allow_same_input)
     plan.estimator()  # the settings checked, as fit checks them
     return plan
 
@@ -473,18 +518,30 @@ def run_job(
     refit_every: int | None = None,
     replace: bool = True,
     force: bool = False,
+    allow_same_input: bool = False,
 ) -> str:
     """The whole job where Dask's current scheduler runs it (this process's threads, or the client's cluster),
     without Prefect; returns the committed run's id. ``X``: the input already opened; ``step(name)``: a context
     manager around each step (progress display). ``update_from``, ``series``, ``refit_every``, ``replace``,
-    ``force`` and the settings' defaults: :func:`plan_run` (a run committed at ``run_id`` while this one ran is
+    ``force``, ``allow_same_input`` and the settings' defaults: :func:`plan_run` (a run committed at ``run_id`` while this one ran is
     not replaced without ``replace`` either: the commit fails)."""
     from contextlib import nullcontext
 
     step = step or (lambda name: nullcontext())
     runs = RunsStore(store)
     plan = plan_run(
-        runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id, replace, force
+        runs,
+        method,
+        n_clusters,
+        params,
+        random_state,
+        update_from,
+        series,
+        refit_every,
+        run_id,
+        replace,
+        force,
+        allow_same_input,
     )
     X = open_input(input_path, storage_options, header=header) if X is None else X
     started = time.perf_counter()
@@ -512,10 +569,13 @@ def run_job(
 
 
 def start_point(runs: RunsStore, plan: Plan, identity: dict) -> tuple[dict | None, dict | None]:
-    """``(resume, previous)``: for an update, the parent's resume point (:func:`resume_point`, its input checked);
+    """``(resume, previous)``: for an update, the parent's resume point (:func:`resume_point`, its input checked:
+    its columns, and rows not already in its line unless ``plan.allow_same_input``, :func:`check_same_input`);
     for a fit, the previous run on the same input (:func:`previous_run`), whose cluster ids the new run keeps."""
     if plan.parent is not None:
         check_update_input(plan.parent, identity)
+        if not plan.allow_same_input:
+            check_same_input(runs, plan.parent, identity)
         return resume_point(plan.parent), None
     return None, previous_run(runs, identity, plan.latest)
 
