@@ -492,7 +492,8 @@ def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
         note = profile.note
     title = textwrap.wrap(f"{sampled}; {note}" if note else sampled, 100)
     ax.set_title("\n".join([_node_title(node, p.size, tree.update, 100), *title]), fontsize=9)
-    ax.legend(fontsize=8, loc="best", framealpha=0.8)
+    # beside the axes, not over them: loc="best" sees none of the histogram drawn on the twin axes, and covered it
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     if ax_labels is None:
         ax.set_xlabel(rule.coordinate_label)
     else:

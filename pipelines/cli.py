@@ -44,6 +44,8 @@ METHOD_NAMES = ("mdh", "ncut", "mc", "pddp", "depddp", "ipddp", "scpp", "lmsc", 
 IN_PROCESS_MAX_BYTES = 2 * 2**30
 #: Exit status when stdout's reader closed the pipe (128 + SIGPIPE, as a shell reports a process killed by it).
 BROKEN_PIPE = 141
+#: The settings whose defaults on the command line are not the estimators' (lowdens_pipelines.job.plan_run).
+CLI_DEFAULTS = {"n_clusters": "auto", "random_state": 0}
 #: ``lowdens serve --incremental``: a full fit every this many runs (a week of nightly runs) by default.
 REFIT_EVERY = 7
 
@@ -326,7 +328,7 @@ class _Request:
 
     def __init__(self, args, input_path: str, true_labels=None):
         from . import job
-        from .inputs import load_labels, read_input
+        from .inputs import read_input
         from .runs import RunsStore
 
         self.args, self.input_path, self.true_labels = args, input_path, true_labels
@@ -385,7 +387,7 @@ class _Request:
         if n_rows < needed:
             raise ValueError(f"{input_path}: {n_rows} row(s) without NaN or inf; at least {needed} are needed.")
         if isinstance(true_labels, str):
-            labels = load_labels(true_labels)
+            labels = job.load_true_labels(true_labels)
             if labels.shape != (self.X.shape[0],):
                 raise ValueError(
                     f"The labels at {true_labels} have shape {labels.shape}; the input has {self.X.shape[0]} rows."
@@ -563,7 +565,7 @@ def _fit(args) -> int:
     run_id = request.run(args.store, args.run_id)
     run = RunsStore(args.store).get(run_id)
     metrics = run.attrs["metrics"]
-    print(f"{run_id}\t{metrics['n_leaves']} clusters\t{run.url}")
+    print(f"{run_id}\t{metrics['n_leaves']} clusters\t{_run_path(args.store, run_id)}")
     _print_scores(metrics)
     if metrics.get("fit_mode") == "summary" and run.parent is None:
         tested = f"; the root's split tested on {metrics['test_rows']:,} sampled rows" if "test_rows" in metrics else ""
@@ -575,6 +577,12 @@ def _fit(args) -> int:
             f"clusters before, {report['n_clusters']} now; lowdens runs show {run_id} says what changed"
         )
     return 0
+
+
+def _run_path(store: str, run_id: str) -> str:
+    """Where the run is, as the user names it: the runs store's path (or URL) and the run id; not the committed
+    attempt's folder inside it, which is the store's business."""
+    return f"{str(store).rstrip('/')}/{run_id}"
 
 
 def _demo(args) -> int:
@@ -603,7 +611,7 @@ def _demo(args) -> int:
     run_id = _Request(fit_args, str(data), true_labels=str(labels)).run(args.store, None)
     run = RunsStore(args.store).get(run_id)
     metrics = run.attrs["metrics"]
-    print(f"run: {run_id} in the runs store {args.store} ({run.url})")
+    print(f"run: {run_id} in the runs store {args.store} ({_run_path(args.store, run_id)})")
     print(
         f"clusters: {metrics['n_leaves']} found ({n_classes} classes); adjusted Rand {metrics['adjusted_rand']:.3f}, "
         f"purity {metrics['purity']:.3f}, V-measure {metrics['v_measure']:.3f}"
@@ -635,7 +643,8 @@ def _save_plots(run, X, labels, out: Path, max_points: int) -> dict:
 
 
 def _plot(args) -> int:
-    from .inputs import load_labels, open_input
+    from .inputs import open_input
+    from .job import load_true_labels as load_labels
     from .runs import RunsStore
 
     run = RunsStore(args.store).get(args.run)
@@ -713,7 +722,10 @@ def _method_params(args) -> int:
 
     estimator = METHODS[args.method].clustering()
     print(f"{type(estimator).__name__} (--method {args.method}); set with --param NAME=VALUE:")
-    for name, value in sorted(estimator.get_params().items()):
+    params = estimator.get_params()
+    # the command's own defaults where they differ from the library's (job.plan_run): --n-clusters auto, seed 0
+    params.update({name: value for name, value in CLI_DEFAULTS.items() if name in params})
+    for name, value in sorted(params.items()):
         print(f"  {name}={_as_param(value)}")
     print(f"mode=auto fits {auto_mode_rule(estimator)}.")
     return 0

@@ -33,7 +33,7 @@ from lowdens_dask.tree import leaf_labels_from_json
 
 from .continuity import contingency, match_cluster_ids, stability
 from .identity import input_identity
-from .inputs import load_labels, open_input
+from .inputs import input_format, load_labels, open_input
 from .metrics import label_metrics, tree_metrics
 from .runs import LabelsDamagedError, Run, RunsStore, read_labels, read_summary, write_summary
 from .runs import write_labels as write_run_labels
@@ -254,10 +254,45 @@ def load_and_validate(
         )
     if true_labels is None:
         return identity, None
-    truth = load_labels(true_labels) if isinstance(true_labels, str) else np.asarray(true_labels)
+    truth = load_true_labels(true_labels) if isinstance(true_labels, str) else np.asarray(true_labels)
     if truth.shape != (n_rows,):
         raise ValueError(f"The true labels have shape {truth.shape}; the input has {n_rows} rows.")
     return identity, truth
+
+
+def load_true_labels(path, storage_options: dict | None = None) -> np.ndarray:
+    """True labels (:func:`.inputs.load_labels`), and from a plain file of one integer per line (after an optional
+    header line) whatever its name's extension (``truth.labels``, ``labels.txt``): a path with no suffix the
+    formats know that is a file, not a folder, is no zarr array."""
+    import fsspec
+
+    text_path = os.fspath(path)
+    if input_format(text_path) == "zarr":
+        fs, where = fsspec.core.url_to_fs(text_path, **(storage_options or {}))
+        if fs.isfile(where):
+            with fs.open(where, "rb") as file:
+                data = file.read()
+            try:
+                lines = [line.strip() for line in data.decode().splitlines() if line.strip()]
+            except UnicodeDecodeError:
+                lines = None
+            if lines and not _is_int(lines[0]) and lines[1:] and all(map(_is_int, lines[1:])):
+                lines = lines[1:]  # a header line
+            if not lines or not all(map(_is_int, lines)):
+                raise ValueError(
+                    f"{text_path}: expected labels, one integer per line (or a .npy, .csv or .parquet file, or a "
+                    "1-D zarr array)."
+                )
+            return np.asarray([int(line) for line in lines], dtype=np.int64)
+    return load_labels(path, storage_options)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def previous_run(runs: RunsStore, identity: dict, latest: Run | None = None) -> dict | None:

@@ -13,6 +13,20 @@ from lowdens_dask import ClusterTree
 from lowdens_dask.metrics import cluster_performance
 
 
+def p_floor() -> float:
+    """The smallest p-value the shipped dip table resolves: a p-value there is "below it", not equal to it
+    (:func:`lowdens_dask.kernels.dip.dip_pvalue` returns smaller ones as that bound)."""
+    from lowdens_dask.kernels.dip import dip_pvalue
+
+    return dip_pvalue(1.0, 1_000)  # a dip beyond every tabulated quantile: the table's floor
+
+
+def format_p(p_value: float) -> str:
+    """``p = 0.0123``, or ``p < 0.00025`` for a p-value at the table's floor (:func:`p_floor`)."""
+    floor = p_floor()
+    return f"p < {floor:.3g}" if p_value <= floor * (1 + 1e-9) else f"p = {p_value:.3g}"
+
+
 def _finite_or_none(value) -> float | None:
     value = float(value)
     return value if math.isfinite(value) else None
@@ -115,4 +129,4 @@ def _action(node: dict) -> str:
     else:
         text = action
     p_value = node.get("p_value")
-    return text if p_value is None else f"{text} (dip test p = {p_value:.3g})"
+    return text if p_value is None else f"{text} (dip test {format_p(p_value)})"

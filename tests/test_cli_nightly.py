@@ -95,3 +95,68 @@ def test_the_job_refuses_it_too_as_the_flow_does(line):
     assert refused.value.run_id == "night-2"
     assert not RunsStore("lowdens-runs").committed("night-3")
     assert job.run_job("X2.npy", update_from="night-2", run_id="night-3", allow_same_input=True) == "night-3"
+
+
+# ------------------------------------------------------------------------------------------------ item 8
+def test_a_p_value_at_the_tables_floor_is_printed_as_below_it():
+    """Before: 'split (dip test p = 0.00025)', the floor of the dip table printed as if it were the p-value."""
+    from lowdens_pipelines.metrics import describe_update
+
+    from lowdens_dask.kernels.dip import dip_pvalue
+
+    floor = dip_pvalue(1.0, 1_000)
+    report = {"update": 1, "n_rows": 10, "n_clusters_before": 1, "n_clusters": 2}
+    nodes = [{"node": 0, "action": "split", "p_value": floor}, {"node": 1, "action": "kept", "p_value": 0.0123}]
+    lines = describe_update({**report, "nodes": nodes})
+    assert lines[1:] == ["node 0: split (dip test p < 0.00025)", "node 1: kept (dip test p = 0.0123)"]
+
+
+def test_labels_one_integer_per_line_are_read_whatever_the_extension(here, capsys):
+    """Before: '--labels truth.labels' was refused (taken for a zarr array)."""
+    X = _blobs()
+    np.save("X.npy", X)
+    truth = np.repeat([0, 1], 100)
+    with open("truth.labels", "w") as file:
+        file.write("\n".join(map(str, truth)) + "\n")
+    status, out, err = lowdens(capsys, "fit", "X.npy", "--labels", "truth.labels", "--run-id", "r")
+    assert status == 0 and out[1].startswith("scores: adjusted rand 1.000"), err
+    with open("bad.labels", "w") as file:
+        file.write("0\n1 1\n")
+    status, _, err = lowdens(capsys, "fit", "X.npy", "--labels", "bad.labels", "--run-id", "s")
+    assert status == 2 and "bad.labels: expected labels, one integer per line" in _one_error_line(err), err
+
+
+def test_fit_prints_the_run_not_its_attempt_folder(here, capsys):
+    """Before: 'r\t2 clusters\truns/r/attempt-…'."""
+    np.save("X.npy", _blobs())
+    status, out, err = lowdens(capsys, "fit", "X.npy", "--run-id", "r", "--store", "runs")
+    assert status == 0 and out[0] == "r\t2 clusters\truns/r", (out, err)
+    assert "attempt-" not in "\n".join(out + err)
+
+
+def test_params_shows_the_commands_defaults(capsys):
+    """Before: 'lowdens params mdh' showed n_clusters=8 and random_state=null, the library's defaults."""
+    status, out, _ = lowdens(capsys, "params", "mdh")
+    assert status == 0 and "  n_clusters=auto" in out and "  random_state=0" in out, out
+    assert "  n_clusters=8" not in out and "  random_state=null" not in out
+
+
+@pytest.mark.parametrize("with_labels", [False, True], ids=["rows", "true labels"])
+def test_the_node_plots_legend_leaves_the_histogram_clear(with_labels):
+    """Before: the profile's legend (loc='best', blind to the histogram on the twin axes) covered its bars."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from lowdens_dask import MDHClustering
+    from lowdens_dask.plots import plot_node
+
+    X = _blobs(400, d=2)
+    tree = MDHClustering(n_clusters=2).fit(X).tree_
+    fig = plot_node(tree, 0, X, labels=np.repeat([0, 1], 400) if with_labels else None)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    (ax,) = [ax for ax in fig.axes if ax.get_gid() == "profile"]
+    legend = ax.get_legend().get_window_extent(renderer)
+    bars = [patch for a in fig.axes for patch in a.patches if a.get_gid() in ("histogram", "profile")]
+    assert bars
+    assert not any(legend.overlaps(bar.get_window_extent(renderer)) for bar in bars)
+    assert not legend.overlaps(ax.get_window_extent(renderer))  # beside the axes
