@@ -17,13 +17,65 @@ name from the library's registry (``lowdens_dask.METHODS``).
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import time
 from contextlib import contextmanager
 
 # Prefect's anonymous usage telemetry stays off unless the user turns it on: offline, a temporary server
 # started for a flow run logs errors for it (set before Prefect is imported and starts one).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+#: Loggers whose records the Prefect API handler sends to the server (the UI's logs of flow and task runs).
+RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
+
+
+def _quiet_level() -> int | None:
+    """The level of Prefect's logs in this process's terminal when it is above INFO (``lowdens`` without
+    ``--verbose`` sets ``PREFECT_LOGGING_LEVEL=WARNING``), else None."""
+    name = os.environ.get("PREFECT_LOGGING_LEVEL", "").strip().upper()
+    level = logging.getLevelName(name) if name else None
+    if isinstance(level, int) and level > logging.INFO:
+        return level
+    return None
+
+
+def _runs_log_to_the_api() -> None:
+    """Issue 35: the flow and task runs log their steps to the Prefect server at INFO, and the terminal shows
+    no more than ``PREFECT_LOGGING_LEVEL`` (quiet: WARNING). ``PREFECT_LOGGING_LEVEL`` is the level of the
+    ``prefect`` logger, which would also keep INFO records from the run loggers' API handler; so, when it is
+    above INFO, the run loggers are at INFO and the console handler at that level instead, and Dask's
+    ``distributed`` loggers at WARNING (their INFO lines go neither to the terminal nor to the server).
+
+    As environment variables (Prefect's ``PREFECT_LOGGING_[PATH]_[KEY]`` overrides of its logging.yml, Dask's
+    ``DASK_DISTRIBUTED__LOGGING__DISTRIBUTED``), for the processes started from here (a served flow run's
+    subprocess, a temporary cluster's workers) and for this one if Prefect is not imported yet; and on this
+    process's loggers and handlers if Prefect has already configured logging."""
+    level = _quiet_level()
+    if level is None:
+        return
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", logging.getLevelName(level))
+    for name in RUN_LOGGERS:
+        os.environ.setdefault(f"PREFECT_LOGGING_LOGGERS_{name.replace('.', '_').upper()}_LEVEL", "INFO")
+    os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
+    logging.getLogger("distributed").setLevel(max(logging.WARNING, logging.getLogger("distributed").level))
+    configuration = sys.modules.get("prefect.logging.configuration")
+    if configuration is None or not getattr(configuration, "PROCESS_LOGGING_CONFIG", None):
+        return  # Prefect configures its logging from the environment when it is imported
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in logging.root.manager.loggerDict)]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            if isinstance(handler, PrefectConsoleHandler) and handler.level < level:
+                handler.setLevel(level)
+    for name in RUN_LOGGERS:
+        if logging.getLogger(name).getEffectiveLevel() > logging.INFO:
+            logging.getLogger(name).setLevel(logging.INFO)
+
+
+_runs_log_to_the_api()
 
 from .lifeline import guard_prefect_temporary_server  # noqa: E402
 
@@ -47,6 +99,9 @@ from .inputs import open_input  # noqa: E402
 from .job import make_estimator, route_to_stable_ids, stable_labels  # noqa: E402
 from .metrics import describe_update  # noqa: E402
 from .runs import DEFAULT_STORE, Attempt, RunsStore  # noqa: E402
+
+if _quiet_level() is not None:  # distributed sets its loggers' levels when it is imported (above)
+    logging.getLogger("distributed").setLevel(logging.WARNING)
 
 #: Keys of the flow's ``cluster`` parameter (those of prefect-dask's ``DaskTaskRunner``).
 CLUSTER_KEYS = ("address", "cluster_class", "cluster_kwargs", "adapt_kwargs", "client_kwargs")
@@ -125,7 +180,63 @@ def load_and_validate(
 ) -> tuple[dict, np.ndarray | None]:
     """The input's identity and the true labels, if any (:func:`.job.load_and_validate`): bad input fails
     here, before any cluster starts. An update's batch (``update``) may be one row."""
-    return job.load_and_validate(input_path, storage_options, true_labels, header=header, update=update)
+    identity, truth = job.load_and_validate(input_path, storage_options, true_labels, header=header, update=update)
+    get_run_logger().info("%s", describe_input(identity, truth))
+    return identity, truth
+
+
+def describe_input(identity: dict, truth) -> str:
+    """What was read, in one line: where, the rows and columns, the type (and the true labels, if any)."""
+    shape = tuple(identity.get("shape") or ())
+    rows = f"{shape[0]:,} rows" if shape else "no rows"
+    columns = f" x {' x '.join(str(n) for n in shape[1:])} columns" if len(shape) > 1 else ""
+    labels = "" if truth is None else f", with {len(truth):,} true labels"
+    try:
+        dtype = np.dtype(identity.get("dtype")).name  # "<f4": float32
+    except TypeError:
+        dtype = identity.get("dtype")
+    return f"read {identity['path']}: {rows}{columns}, {dtype}{labels}"
+
+
+def describe_fit(name: str, result: dict) -> list[str]:
+    """A fit's or an update's outcome in log lines: the mode and the resolution (microclusters of a summary fit,
+    the rows the split tests ran on), each split of the tree with its size, index value and dip test p-value
+    (``n_clusters="auto"``), the leaves whose split was tested and refused, and an update's drift and node
+    actions (:func:`.metrics.describe_update`)."""
+    from lowdens_dask import ClusterTree
+
+    from .metrics import tree_metrics
+
+    resolution = []
+    if result.get("n_microclusters_") is not None:
+        resolution.append(f"{result['n_microclusters_']:,} microclusters")
+    if result.get("test_rows") is not None:
+        resolution.append(f"split tests on {result['test_rows']:,} rows")
+    if result.get("n_passes_") is not None:
+        resolution.append(f"passes over the input: {result['n_passes_']}")
+    lines = [f"{name}: mode: {result.get('fit_mode')}" + (f"; resolution: {', '.join(resolution)}" if resolution else "")]
+    figures = tree_metrics(ClusterTree.from_json(result["tree"]))
+
+    def rows(size) -> str:  # sizes are weights: whole for unweighted rows
+        return f"{size:,.0f}" if float(size).is_integer() else f"{size:,.2f}"
+
+    def test(node) -> str:
+        if node.get("p_value") is None:
+            return "no dip test (a fixed number of clusters)"
+        return f"dip {node['dip']:.4g}, p = {node['p_value']:.3g} on {int(node['n_test'] or 0):,} rows"
+
+    for node in figures["splits"]:
+        fval = "-" if node["fval"] is None else f"{node['fval']:.4g}"
+        forced = ", forced" if node["forced"] else ""
+        lines.append(
+            f"split: node {node['id']} (depth {node['depth']}, {rows(node['size'])} rows{forced}): index {fval}, "
+            f"{test(node)}"
+        )
+    for node in figures["leaf_tests"]:
+        lines.append(f"not split: node {node['id']} ({rows(node['size'])} rows): {test(node)}")
+    if "report" in result:
+        lines += describe_update(result["report"])
+    return lines
 
 
 @task(retries=2, retry_delay_seconds=1, retry_condition_fn=_is_transient, cache_policy=NO_CACHE)
@@ -137,20 +248,27 @@ def cluster_step(function, input_path: str, storage_options, header, *args):
         X = open_input(input_path, storage_options, header=header)
         with counting_passes(client, X) as counted:
             result = function(X, *args)
+    get_run_logger().info("%s: %.2f passes over the input", function.__name__, counted["passes"])
     return {**(result or {}), "passes": counted["passes"]}
 
 
 @task(cache_policy=NO_CACHE)
 def compute_metrics(tree_json: str, attempt_url: str, truth) -> dict:
     """The tree's figures, the cluster sizes and the external scores (:func:`.job.compute_metrics`)."""
-    return job.compute_metrics(tree_json, attempt_url, truth)
+    metrics = job.compute_metrics(tree_json, attempt_url, truth)
+    sizes = ", ".join(f"{size:,}" for size in metrics.get("cluster_sizes", []))
+    scores = ", ".join(f"{k} {metrics[k]:.3f}" for k in ("adjusted_rand", "purity", "v_measure") if k in metrics)
+    get_run_logger().info("metrics: cluster sizes %s%s", sizes, f"; {scores}" if scores else "")
+    return metrics
 
 
 @task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
 def persist(attempt: Attempt, attrs: dict) -> str:
     """Record the run's attributes and commit the attempt (its completion marker is written last)."""
     attempt.set_attrs(**attrs)
-    return attempt.commit().run_id
+    run_id = attempt.commit().run_id
+    get_run_logger().info("committed run %s (%s)", run_id, attempt.url)
+    return run_id
 
 
 def publish_artifacts(run, store: str) -> None:
@@ -209,6 +327,9 @@ def recluster_on_dask(
         seconds[name] = time.perf_counter() - start
         passes[name] = result.pop("passes")
         logger.info("%s: done in %.1f s", name, seconds[name])
+        if name in ("fit", "update"):
+            for line in describe_fit(name, result):
+                logger.info("%s", line)
         return result
 
     done = job.cluster_steps(run, settings, identity, previous, resume, attempt_url, log=logger.info)
@@ -268,7 +389,6 @@ def recluster(
     started = time.perf_counter()
     identity, truth = load_and_validate(input_path, storage_options, true_labels, header, plan.parent is not None)
     load_seconds = time.perf_counter() - started
-    logger.info("load_and_validate: %s, shape %s, %s", identity["path"], identity["shape"], identity["dtype"])
     resume, previous = job.start_point(runs, plan, identity)
     if plan.parent is not None:
         logger.info("updating run %s (update %d since its fit)", plan.parent.run_id, plan.parent.tree.update + 1)
@@ -283,7 +403,7 @@ def recluster(
         parent = None if plan.parent is None else plan.parent.run_id
         attrs = job.run_attrs(done["tree"], done["ids"], plan.settings, identity, metrics, true_labels, parent, series)
         run_id = persist(attempt, attrs)
-    logger.info("persisted run %s in %s", run_id, store)
+    logger.info("committed run %s in %s", run_id, store)
     publish_artifacts(runs.get(run_id), store)
     return run_id
 
