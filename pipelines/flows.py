@@ -355,6 +355,7 @@ def recluster(
     refit_every: int | None = None,
     replace: bool = True,
     force: bool = False,
+    allow_same_input: bool = False,
 ) -> str:
     """Recluster the array at ``input_path`` (zarr, ``.npy``, ``.csv`` or parquet) with ``method`` (default mdh)
     into ``n_clusters`` clusters (default "auto") and persist the run in ``store`` as ``run_id`` (default: made
@@ -377,12 +378,14 @@ def recluster(
     its parent as it was. A run committed at ``run_id`` is replaced only with ``replace`` (the default here, as
     a deployment's runs or Prefect's retries need; ``lowdens fit`` asks for ``--replace``), and never one that other
     runs name as their parent unless ``force`` (:func:`.job.plan_run`); a run committed there while this one ran
-    is not replaced without ``replace`` either: the commit fails.
+    is not replaced without ``replace`` either: the commit fails. An update whose input holds the same rows as its
+    parent's, or an earlier run's in its line, is refused unless ``allow_same_input``.
     """
     logger = get_run_logger()
     runs = RunsStore(store)
     plan = job.plan_run(
-        runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id, replace, force
+        runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id, replace, force,
+        allow_same_input=allow_same_input,
     )
     with get_client(sync_client=True) as client:
         runner = dask_task_runner(cluster, api_url=str(client.api_url))

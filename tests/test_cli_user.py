@@ -329,7 +329,7 @@ def test_help_lists_the_methods_and_how_to_set_their_parameters(capsys):
     out = capsys.readouterr().out
     assert out.startswith("NCutClustering (--method ncut)") and "  min_size=1\n" in out
     # values as --param takes them (a quoted 'null' or '"auto"' was shown before)
-    assert "  mode=auto\n" in out and "  random_state=null\n" in out and "  force_n_clusters=true\n" in out
+    assert "  mode=auto\n" in out and "  random_state=0\n" in out and "  force_n_clusters=true\n" in out
     assert main(["params", "svm-relabel"]) == 0  # each method's rule of mode=auto, where it differs from the others'
     assert "mode=auto fits arrays in memory up to 20,000 rows" in capsys.readouterr().out
 

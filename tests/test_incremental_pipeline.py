@@ -259,7 +259,9 @@ def test_a_series_updates_its_latest_run_and_refits_every_n(in_here):
     store = RunsStore("lowdens-runs")
     job.run_job("X.npy", n_clusters="auto", series="other", refit_every=3, run_id="other-1")
     for i in range(1, 6):
-        job.run_job("X.npy", n_clusters="auto", series="nightly", refit_every=3, run_id=f"night-{i}")
+        job.run_job(  # the same rows each night: allowed here (an update of the same input is refused by default)
+            "X.npy", n_clusters="auto", series="nightly", refit_every=3, run_id=f"night-{i}", allow_same_input=True
+        )
     runs = {i: store.get(f"night-{i}") for i in range(1, 6)}
     assert [runs[i].parent for i in range(1, 6)] == [None, "night-1", "night-2", None, "night-4"]
     assert [runs[i].tree.update for i in range(1, 6)] == [0, 1, 2, 0, 1]
