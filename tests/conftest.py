@@ -55,3 +55,11 @@ def s3_server():
         yield "s3://lowdens-tests"
         s3fs.S3FileSystem.clear_instance_cache()
     server.stop()
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """A fresh working directory, with no Prefect API configured."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    return tmp_path

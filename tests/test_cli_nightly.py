@@ -6,35 +6,10 @@ import shutil
 
 import numpy as np
 import pytest
+from cli_helpers import blobs as _blobs
+from cli_helpers import lowdens
+from cli_helpers import one_error_line as _one_error_line
 from lowdens_pipelines import RunsStore, job
-from lowdens_pipelines.cli import main
-
-
-def _blobs(n: int = 100, d: int = 3, seed: int = 0) -> np.ndarray:
-    """Two well-separated groups of ``n`` rows each."""
-    rng = np.random.default_rng(seed)
-    return np.vstack([rng.normal(size=(n, d)), rng.normal(size=(n, d)) + 10.0]).astype("f4")
-
-
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    return tmp_path
-
-
-def lowdens(capsys, *args) -> tuple[int, list[str], list[str]]:
-    """(exit status, stdout lines, stderr lines) of ``lowdens ARGS`` run in this process."""
-    capsys.readouterr()
-    status = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return status, out.splitlines(), err.splitlines()
-
-
-def _one_error_line(err: list[str]) -> str:
-    errors = [line for line in err if line.startswith("lowdens: error:")]
-    assert len(errors) == 1 and not any("Traceback" in line for line in err), err
-    return errors[0]
 
 
 # ------------------------------------------------------------------------------------------------ item 3
