@@ -688,7 +688,6 @@ def _predict(args) -> int:
 
 
 def _runs(args) -> int:
-    from .metrics import describe_update
     from .runs import RunsStore
 
     store = RunsStore(args.store)
@@ -711,6 +710,8 @@ def _runs(args) -> int:
     shown = {key: value for key, value in run.attrs.items() if key != "tree"}
     print(json.dumps({"run_id": run.run_id, "committed_at": run.committed_at, "url": run.url, **shown}, indent=2))
     if run.parent is not None:  # what the update changed, in words, beside the JSON (which stays all of stdout)
+        from .metrics import describe_update
+
         _say(f"run {run.run_id} is an update of run {run.parent}:")
         for line in describe_update(run.attrs["metrics"]["update"]):
             print(f"  {line}", file=sys.stderr)

@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import math
+import sys
+from typing import TYPE_CHECKING
 
-import dask.array as da
 import numpy as np
 
-from lowdens_dask import ClusterTree
-from lowdens_dask.metrics import cluster_performance
+if TYPE_CHECKING:  # the tree; Dask and scikit-learn's scores are imported where they are needed
+    from lowdens_dask import ClusterTree
 
 
 def p_floor() -> float:
@@ -66,13 +67,16 @@ def _test(node) -> dict:
 def label_metrics(labels, true_labels=None) -> dict:
     """Cluster sizes (rows labelled -1 counted apart) and, when true labels are given, ARI, V-measure,
     purity and NMI over the labelled rows (``lowdens_dask.metrics.cluster_performance``)."""
-    labels = np.asarray(labels.compute() if isinstance(labels, da.Array) else labels)
+    dask_array = sys.modules.get("dask.array")  # imported by whoever holds a Dask array
+    labels = np.asarray(labels.compute() if dask_array and isinstance(labels, dask_array.Array) else labels)
     sizes = np.bincount(labels[labels >= 0]) if (labels >= 0).any() else np.zeros(0, dtype=int)
     out = {"cluster_sizes": sizes.tolist(), "n_unlabelled": int((labels < 0).sum())}
     if true_labels is not None:
         true_labels = np.asarray(true_labels)
         if true_labels.shape != labels.shape:
             raise ValueError(f"The true labels have {true_labels.shape[0]} rows; the input has {labels.shape[0]}.")
+        from lowdens_dask.metrics import cluster_performance
+
         keep = labels >= 0
         out.update(cluster_performance(true_labels[keep], labels[keep]))
     return out

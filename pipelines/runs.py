@@ -80,16 +80,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask
-import dask.array as da
 import fsspec
 import numpy as np
-import zarr
 from fsspec.implementations.local import LocalFileSystem
 
-from lowdens_dask import ClusterTree
+# Dask, zarr and the tree's routing are imported where a run's arrays are written or read, so that listing and
+# showing runs (``lowdens runs list``) reads JSON files only.
+if TYPE_CHECKING:
+    import dask.array as da
+    import zarr
+
+    from lowdens_dask import ClusterTree
 
 #: The runs store of the flow and the ``lowdens`` command when none is given.
 DEFAULT_STORE = "./lowdens-runs"
@@ -172,6 +175,9 @@ def write_labels(labels: da.Array, url: str, storage_options: dict | None = None
     """Write a run's labels (1-D integers, -1 for rows without a cluster) as the array ``labels`` of the zarr
     group at ``url``, in ``labels``' chunks, under the module's rule: fill value :data:`LABELS_FILL`, every chunk
     written, a CRC-32C checksum per chunk (blosc lz4 bit-shuffled before it)."""
+    import dask.array as da
+    import zarr
+
     labels = da.asarray(labels)
     if labels.ndim != 1 or labels.dtype.kind not in "iu":
         raise ValueError(f"Labels must be a 1-D array of integers; got shape {labels.shape} and dtype {labels.dtype}.")
@@ -228,6 +234,10 @@ def read_labels(url: str, storage_options: dict | None = None, *, max_label: int
     """The labels of the run at ``url`` (an attempt's zarr group), lazily, in their row chunks; each chunk is
     checked as it is read (the module's rule), and metadata that cannot be read raises at once: both as a
     :class:`LabelsDamagedError` naming the labels (and the chunk). ``max_label``: the largest label allowed."""
+    import dask
+    import dask.array as da
+    import zarr
+
     where = f"The labels at {url}/{LABELS}"
     options = {"storage_options": storage_options} if storage_options else {}
     try:
@@ -272,6 +282,8 @@ def _get(attrs: dict, *keys: str):
 
 def _tree_damage(payload) -> tuple[str | None, ClusterTree | None]:
     """(why the run's tree cannot be used, or None; the tree)."""
+    from lowdens_dask import ClusterTree
+
     if not isinstance(payload, dict):
         return f"its tree is not a JSON object (got {type(payload).__name__})", None
     try:
@@ -309,10 +321,14 @@ def _tree_damage(payload) -> tuple[str | None, ClusterTree | None]:
     labels = list(tree.leaf_labels().values())
     if any(not isinstance(label, int) or label < 0 for label in labels) or len(set(labels)) != len(labels):
         return f"its tree's leaf labels {_short(labels)} are not distinct cluster ids", None
-    try:
-        tree.predict(np.zeros((1, tree.n_features)))
-    except Exception as error:  # noqa: BLE001 (a split that does not route: damage)
-        return f"its tree does not route rows ({_one_line(error)})", None
+    row = np.zeros((1, tree.n_features))
+    for node in nodes.values():  # every split routes a row by its own rule (numpy: no compiled kernel to load)
+        try:
+            side = np.asarray(node.rule.side(row)) if node.children is not None else np.zeros(1, dtype=bool)
+        except Exception as error:  # noqa: BLE001 (a split that does not route: damage)
+            return f"its tree does not route rows (node {node.id}: {_one_line(error)})", None
+        if side.shape != (1,):
+            return f"its tree does not route rows (node {node.id} gives {side.shape} sides for one row)", None
     return None, tree
 
 
@@ -364,6 +380,8 @@ class Run:
 
     @property
     def tree(self) -> ClusterTree:
+        from lowdens_dask import ClusterTree
+
         return ClusterTree.from_json(json.dumps(self.attrs["tree"]))
 
     @property
@@ -443,6 +461,8 @@ class Attempt:
         self.url = store.url_of(self.path)
         # The attempts that started to commit before this one opened: a commit among them is not a rival.
         self.base = frozenset(e.name for e in store._entries(run_id) if e.claimed or e.committed)
+        import zarr
+
         self.group = zarr.open_group(self.url, mode="w", storage_options=store.storage_options)
         self.claimed_at: str | None = None
         self.committed = False
@@ -655,6 +675,8 @@ class RunsStore:
         return name, markers[name]
 
     def _attrs(self, url: str) -> dict:
+        import zarr
+
         return dict(zarr.open_group(url, mode="r", storage_options=self.storage_options).attrs)
 
     def _read(self, run_id: str, name: str, marker: dict) -> Run:

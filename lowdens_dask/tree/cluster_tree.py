@@ -8,18 +8,23 @@ import functools
 import json
 import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dask.array as da
 import numpy as np
-import zarr
 
-from ..backend import ChunkedData, as_dask_array
-from ..pursuit import Hyperplane
-from .routing import Router, as_routable
 from .rules import HyperplaneRule, SplitRule, rule_from_dict
+
+# Routing (compiled kernels), Dask, zarr and the backend are imported where rows are routed, so that a tree is read
+# and described (a runs listing, ``lowdens runs show``) without them.
+if TYPE_CHECKING:
+    import dask.array as da
+    import zarr
+
+    from ..pursuit import Hyperplane
+    from .routing import Router
 
 #: Version 2: each node's split is a ``rule`` object and its index statistics one ``stats`` object;
 #: version 1 (``v``, ``b``, ``fval``, ``relative_depth`` fields) is still read.
@@ -349,6 +354,8 @@ class ClusterTree:
 
     # ------------------------------------------------------------------ prediction
     def _check_X(self, X) -> np.ndarray:
+        from .routing import as_routable
+
         X = as_routable(X)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"X must have shape (n_samples, {self.n_features}); got {X.shape}.")
@@ -362,6 +369,8 @@ class ClusterTree:
         float64), and rows within rounding error of a threshold are routed by the rule itself
         (:class:`~lowdens_dask.tree.routing.Router`).
         """
+        from .routing import Router
+
         return Router(self).apply(self._check_X(X))
 
     def leaf_labels(self) -> dict[int, int]:
@@ -381,7 +390,9 @@ class ClusterTree:
         estimators' ``predict`` accepts: the labels are then a lazy Dask array with X's row chunks, -1 for rows
         with NaN or inf.
         """
-        if isinstance(X, (da.Array, zarr.Array, str, os.PathLike)):
+        if isinstance(X, (str, os.PathLike)) or _is_dask_or_zarr(X):
+            from ..backend import as_dask_array
+
             arr = as_dask_array(X, storage_options=storage_options)
             if arr.shape[1] != self.n_features:
                 raise ValueError(f"X must have shape (n_samples, {self.n_features}); got {arr.shape}.")
@@ -392,6 +403,8 @@ class ClusterTree:
         """Lazy labels of a row-chunked Dask array, -1 for rows with NaN or inf; with ``out``, the tasks that write
         them to its rows instead (:meth:`~lowdens_dask.backend.ChunkedData.label_rows`). The tree travels to the
         workers as JSON."""
+        from ..backend import ChunkedData
+
         return ChunkedData(arr).label_rows(leaf_labels_from_json, self.to_json(), labels_nonfinite=True, out=out)
 
     def _label_lookup(self, nonfinite: int | None = None) -> np.ndarray:
@@ -510,8 +523,18 @@ def _jsonable(params: dict) -> dict:
     return out
 
 
+def _is_dask_or_zarr(X) -> bool:
+    """Whether X is a Dask or zarr array, asked without importing either (whoever holds one has imported it)."""
+    dask_array, zarr_module = sys.modules.get("dask.array"), sys.modules.get("zarr")
+    return (dask_array is not None and isinstance(X, dask_array.Array)) or (
+        zarr_module is not None and isinstance(X, zarr_module.Array)
+    )
+
+
 @functools.lru_cache(maxsize=16)
 def _labeller_from_json(text: str) -> tuple[Router, np.ndarray]:
+    from .routing import Router
+
     tree = ClusterTree.from_json(text)
     return Router(tree), tree._label_lookup(nonfinite=-1)
 

@@ -13,10 +13,9 @@ import json
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.spatial import cKDTree
 
-from ..kernels.expansion import KINDS, expansion_values
-from ..kernels.routing import centre_grid
+# The compiled kernels (numba) and scipy are imported where a rule first routes rows, so that reading a tree
+# (a runs listing, a plot's set-up) does not pay for them.
 
 
 class SplitRule:
@@ -104,13 +103,15 @@ class NearestCentreRule(SplitRule):
             self.V = self.V[:, None]
         self.centres = np.asarray(centres, dtype=np.float64).reshape(-1, self.V.shape[1])
         self.sides = np.asarray(sides, dtype=bool)
-        self._index: cKDTree | None = None
+        self._index = None  # a scipy.spatial.cKDTree of the centres, built on first use
         self._grid: tuple | None = None
 
     def side(self, X: np.ndarray) -> np.ndarray:
         """The side of each row's nearest projected centre (a k-d tree over the K centres in the l-dimensional
         projection: 3x faster than all K distances per row at K = 200, l = 2)."""
         if self._index is None:
+            from scipy.spatial import cKDTree
+
             self._index = cKDTree(self.centres)
         return self.sides[self._index.query(X @ self.V)[1]]
 
@@ -119,6 +120,8 @@ class NearestCentreRule(SplitRule):
         walk of :class:`~lowdens_dask.tree.routing.Router` (:func:`~lowdens_dask.kernels.routing.centre_grid`;
         built once per rule)."""
         if self._grid is None:
+            from ..kernels.routing import centre_grid
+
             self._grid = centre_grid(self.centres, self.sides)
         return self._grid
 
@@ -181,6 +184,8 @@ class KernelExpansionRule(SplitRule):
         """f(x) for each row of X, in float64, each row from its own values alone
         (:func:`~lowdens_dask.kernels.expansion.expansion_values`): the same, bit for bit, for a row in memory, in
         a Dask chunk of any size, or alone, so that every path routes it to the same side."""
+        from ..kernels.expansion import KINDS, expansion_values
+
         X = np.ascontiguousarray(X, dtype=np.float64)
         if self._compiled is None:
             inv_scale = np.ones(self.support.shape[1]) if self.scale is None else 1.0 / self.scale
