@@ -35,11 +35,13 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from .parameter_names import PARAMETER_NAMES, check_parameter_names
+
 DEFAULT_STORE = "./lowdens-runs"  # the runs store's default (lowdens_pipelines.runs.DEFAULT_STORE)
 DEMO_DATASET = "pendigits"
 DEMO_OUT = "./lowdens-demo"
-#: The registered methods (lowdens_dask.METHODS; listed here so that --help needs no import of the library).
-METHOD_NAMES = ("mdh", "ncut", "mc", "pddp", "depddp", "ipddp", "scpp", "lmsc", "msc", "svm-relabel")
+#: The registered methods (lowdens_dask.METHODS; from a table, so that --help needs no import of the library).
+METHOD_NAMES = tuple(PARAMETER_NAMES)
 #: Input up to this size is fitted in this process (Dask's threaded scheduler); larger input on a Dask cluster.
 IN_PROCESS_MAX_BYTES = 2 * 2**30
 #: Exit status when stdout's reader closed the pipe (128 + SIGPIPE, as a shell reports a process killed by it).
@@ -321,12 +323,31 @@ def _first_nonfinite(X) -> tuple[int, int]:
     return int(count), int(first) if count else -1
 
 
+def _check_before_imports(args, input_path: str, true_labels) -> None:
+    """The checks of a request that need neither the library nor Dask, so that their errors come at once (the
+    imports take seconds): the input and labels paths exist, and each ``--param`` is NAME=VALUE with a NAME the
+    method takes (for an update whose method is its parent's, that is checked once the parent is read)."""
+    from .inputs import require_exists
+
+    require_exists(input_path)
+    if isinstance(true_labels, str):
+        require_exists(true_labels)
+    method = args.method or (None if getattr(args, "update_from", None) else "mdh")
+    names = _params(args.param)
+    if method is not None:
+        try:
+            check_parameter_names(method, {"n_clusters", *names})
+        except ValueError as exc:
+            raise ValueError(_cli_words(str(exc), args.param)) from None
+
+
 class _Request:
     """A checked ``fit``/``serve``/``demo`` request: the estimator's settings (for ``--update-from``, the parent
     run's where not given), the input, the labels, and where the work runs. Everything is checked here, before any
     cluster or server starts."""
 
     def __init__(self, args, input_path: str, true_labels=None):
+        _check_before_imports(args, input_path, true_labels)
         from . import job
         from .inputs import read_input
         from .runs import RunsStore
@@ -643,8 +664,7 @@ def _save_plots(run, X, labels, out: Path, max_points: int) -> dict:
 
 
 def _plot(args) -> int:
-    from .inputs import open_input
-    from .job import load_true_labels as load_labels
+    from .inputs import require_exists
     from .runs import RunsStore
 
     run = RunsStore(args.store).get(args.run)
@@ -652,6 +672,10 @@ def _plot(args) -> int:
     source = args.input or recorded.get("path")
     if source is None:
         raise ValueError(f"Run {args.run!r} records no input; give the rows with --input.")
+    require_exists(source)
+    from .inputs import open_input
+    from .job import load_true_labels as load_labels
+
     X = open_input(source)
     labels = load_labels(args.labels) if args.labels else None
     if labels is None and source == recorded.get("path"):  # the run's own rows: its true labels, if it had any
@@ -668,12 +692,15 @@ def _plot(args) -> int:
 
 
 def _predict(args) -> int:
-    from .inputs import read_input, save_labels
-    from .job import route_to_stable_ids
-    from .progress import Progress
+    from .inputs import require_exists
     from .runs import RunsStore
 
     run = RunsStore(args.store).get(args.run)
+    require_exists(args.input)
+    from .inputs import read_input, save_labels
+    from .job import route_to_stable_ids
+    from .progress import Progress
+
     X, info = read_input(args.input, header=args.header)
     _say(f"read {info}")
     if X.shape[1] != run.tree.n_features:

@@ -25,12 +25,12 @@ import re
 import warnings
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import dask.array as da
 import numpy as np
-from dask.base import tokenize
 
-from lowdens_dask.backend import as_dask_array
+if TYPE_CHECKING:  # Dask and the library's backend are imported where rows are read: a path is checked without them
+    import dask.array as da
 
 #: Rows per chunk for formats that have no chunks of their own (``.npy``, ``.csv``): at most this many bytes ...
 DEFAULT_ROW_CHUNK_BYTES = 64 * 2**20
@@ -127,7 +127,7 @@ def _is_url(path: str) -> bool:
     return "://" in path
 
 
-def _require_exists(path: str) -> None:
+def require_exists(path: str) -> None:
     """A missing local path is a ``FileNotFoundError`` naming it; URLs are left to the reader."""
     if not _is_url(path) and not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist.")
@@ -136,7 +136,7 @@ def _require_exists(path: str) -> None:
 def _require_local_file(path: str, what: str) -> None:
     """A missing local file is a ``FileNotFoundError``, a directory where a file is expected a ``ValueError``,
     each naming ``path``. URLs are left to the reader."""
-    _require_exists(path)
+    require_exists(path)
     if not _is_url(path) and os.path.isdir(path):
         raise ValueError(f"{path} is a directory; expected {what}.")
 
@@ -501,6 +501,10 @@ def read_input(
 ) -> tuple[da.Array, InputInfo]:
     """The rows at ``path`` as a 2-D Dask array, and what was read (:class:`InputInfo`; ``str()`` of it is a
     one-line report). The formats are those of :func:`open_input`; ``header`` applies to CSV only."""
+    import dask.array as da
+
+    from lowdens_dask.backend import as_dask_array
+
     path = os.fspath(path)
     kind = input_format(path)
     delimiter, index = None, False
@@ -531,7 +535,7 @@ def read_input(
     else:
         import dask.dataframe as dd
 
-        _require_exists(path)  # a file, or a directory of parquet files
+        require_exists(path)  # a file, or a directory of parquet files
         cast = _check_parquet_columns(path, storage_options)
         try:
             frame = dd.read_parquet(path, storage_options=storage_options)
@@ -584,6 +588,8 @@ def open_input(
 
 
 def _file_token(path: str) -> str:
+    from dask.base import tokenize
+
     stat = os.stat(path)
     return tokenize(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
 
@@ -610,7 +616,7 @@ def load_labels(
     if kind == "parquet":
         import pandas as pd
 
-        _require_exists(path)
+        require_exists(path)
         frame = pd.read_parquet(path, storage_options=storage_options)
         if "label" in frame.columns:
             return frame["label"].to_numpy()

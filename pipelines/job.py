@@ -35,6 +35,7 @@ from .continuity import contingency, match_cluster_ids, stability
 from .identity import input_identity
 from .inputs import input_format, load_labels, open_input
 from .metrics import label_metrics, tree_metrics
+from .parameter_names import PARAMETER_NAMES, check_parameter_names
 from .runs import LabelsDamagedError, Run, RunsStore, read_labels, read_summary, write_summary
 from .runs import write_labels as write_run_labels
 
@@ -50,13 +51,10 @@ def make_estimator(method: str, n_clusters: int | str | None, params: dict | Non
     if method not in METHODS:
         raise ValueError(f"Unknown method {method!r}; known methods: {sorted(METHODS)}.")
     estimator = METHODS[method].clustering()
-    accepted = estimator.get_params()
     settings = {"n_clusters": n_clusters, **(params or {})}
-    if "random_state" in accepted:
+    if "random_state" in PARAMETER_NAMES[method]:
         settings.setdefault("random_state", random_state)
-    unknown = sorted(set(settings) - set(accepted))
-    if unknown:
-        raise ValueError(f"Unknown parameters {unknown} for method {method!r}; it takes {sorted(accepted)}.")
+    check_parameter_names(method, settings)
     estimator.set_params(**settings)
     check_params(estimator)
     return estimator

@@ -1,0 +1,85 @@
+"""The ``lowdens`` command's fixed cost (issue 35, item 6): what needs no data imports nothing heavy.
+
+Timings are measured by ``benchmarks/cli.py``; these tests check the cause instead, which does not depend on the
+machine's load: the modules a command imports before it answers.
+"""
+
+# SPDX-License-Identifier: BSD-3-Clause
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from lowdens_pipelines import job
+from lowdens_pipelines.parameter_names import PARAMETER_NAMES
+
+from lowdens_dask import METHODS
+
+#: Packages that take from a third of a second to seconds each to import on a 2-core machine.
+HEAVY = ("sklearn", "scipy", "pandas", "dask", "distributed", "numba", "prefect", "matplotlib", "pyarrow")
+
+
+def test_parameter_names_are_the_estimators():
+    """The table the command checks --param against before importing the library is each estimator's
+    get_params(): a parameter added to an estimator and not to the table fails here."""
+    assert sorted(PARAMETER_NAMES) == sorted(METHODS)
+    for method, entry in METHODS.items():
+        names = set(entry.clustering().get_params())
+        assert PARAMETER_NAMES[method] == names, (
+            f"pipelines/parameter_names.py for {method!r}: add {sorted(names - PARAMETER_NAMES[method])}, remove "
+            f"{sorted(PARAMETER_NAMES[method] - names)}"
+        )
+
+
+def _imported(cwd, *argv: str) -> tuple[int, str, set[str]]:
+    """(exit status, stderr, the heavy packages imported) of ``lowdens ARGV`` in a fresh process."""
+    code = (
+        "import json, sys\n"
+        "from lowdens_pipelines.cli import main\n"
+        f"status = main({list(argv)!r})\n"
+        f"heavy = sorted({{name.partition('.')[0] for name in sys.modules}} & set({HEAVY!r}))\n"
+        "print(json.dumps([status, heavy]), file=sys.__stdout__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+    status, heavy = json.loads(done.stdout.strip().splitlines()[-1])
+    return status, done.stderr, set(heavy)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("startup")
+    rng = np.random.default_rng(0)
+    np.save(root / "X.npy", np.vstack([rng.normal(0, 1, (100, 3)), rng.normal(8, 1, (100, 3))]))
+    job.run_job(str(root / "X.npy"), n_clusters=2, store=str(root / "runs"), run_id="r1")
+    return root
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fit", "missing.csv"], "missing.csv does not exist."),
+        (["fit", "X.npy", "--param", "bogus=1"], "Unknown parameters ['bogus'] for method 'mdh'"),
+        (["fit", "X.npy", "--method", "ncut", "--param", "alphas=[1]"], "Unknown parameters ['alphas']"),
+        (["fit", "X.npy", "--param", "mode"], "--param takes NAME=VALUE"),
+        (["fit", "X.npy", "--labels", "missing.npy"], "missing.npy does not exist."),
+        (["predict", "r1", "missing.csv", "--out", "o.npy", "--store", "runs"], "missing.csv does not exist."),
+        (["predict", "nosuch", "X.npy", "--out", "o.npy", "--store", "runs"], "No committed run 'nosuch'"),
+        (["plot", "r1", "--input", "missing.csv", "--store", "runs"], "missing.csv does not exist."),
+    ],
+)
+def test_an_error_that_needs_no_data_imports_nothing_heavy(store, argv, message):
+    """Before: each imported scikit-learn, Dask and numba (5-8 s) before it answered."""
+    status, err, heavy = _imported(store, *argv)
+    assert status == 2 and message in err, err
+    assert not heavy, f"lowdens {' '.join(argv)} imported {sorted(heavy)} before answering"
+
+
+@pytest.mark.parametrize("argv", [["runs", "list"], ["runs", "show", "r1"]])
+def test_runs_list_and_show_read_json_only(store, argv):
+    """Before: about 6 s each, most of it importing scikit-learn and loading numba to route one row per run."""
+    status, err, heavy = _imported(store, *argv, "--store", "runs")
+    assert status == 0, err
+    assert not heavy, f"lowdens {' '.join(argv)} imported {sorted(heavy)}"
+
