@@ -266,7 +266,15 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="serve the recluster deployment on a schedule (needs a Prefect server: PREFECT_API_URL)"
     )
     _add_recluster_options(serve)
-    serve.add_argument("--cron", default="0 2 * * *", help='the schedule (default: "0 2 * * *", nightly at 02:00)')
+    serve.add_argument(
+        "--cron", default="0 2 * * *", help='the schedule (default: "0 2 * * *", nightly at 02:00 in --timezone)'
+    )
+    serve.add_argument(
+        "--timezone",
+        default="UTC",
+        metavar="NAME",
+        help="the time zone of --cron, an IANA name such as Europe/Paris or America/New_York (default: UTC)",
+    )
     serve.add_argument("--name", default="nightly", help="the deployment's name (default: nightly)")
     serve.add_argument(
         "--incremental",
@@ -349,7 +357,7 @@ class _Request:
     def __init__(self, args, input_path: str, true_labels=None):
         _check_before_imports(args, input_path, true_labels)
         from . import job
-        from .inputs import read_input
+        from .inputs import load_labels, read_input
         from .runs import RunsStore
 
         self.args, self.input_path, self.true_labels = args, input_path, true_labels
@@ -408,22 +416,28 @@ class _Request:
         if n_rows < needed:
             raise ValueError(f"{input_path}: {n_rows} row(s) without NaN or inf; at least {needed} are needed.")
         if isinstance(true_labels, str):
-            labels = job.load_true_labels(true_labels)
+            labels = load_labels(true_labels)
             if labels.shape != (self.X.shape[0],):
                 raise ValueError(
                     f"The labels at {true_labels} have shape {labels.shape}; the input has {self.X.shape[0]} rows."
                 )
         _say(f"read {self.info}")  # what was read, once it passed every check
 
-    def cluster(self) -> dict | None:
-        """The flow's ``cluster`` parameter (:func:`.flows.dask_task_runner`)."""
+    def cluster(self, here: bool = True) -> dict | str | None:
+        """The flow's ``cluster`` parameter (:func:`.flows.dask_task_runner`). ``here``: the flow runs now, on this
+        host (``fit``), which sizes the cluster: in this process with a thread per core for input up to
+        ``IN_PROCESS_MAX_BYTES``. Else (``serve``: the deployment runs later, on whichever host serves it) only what
+        the command line says, and without it ``"auto"``: the flow sizes it when it runs, on its host
+        (:func:`.flows.host_cluster`)."""
         args = self.args
         if args.scheduler:
             return {"address": args.scheduler}
         kwargs = json.loads(args.cluster_kwargs) if args.cluster_kwargs else {}
         if args.cluster_class:
             return {"cluster_class": args.cluster_class, "cluster_kwargs": kwargs}
-        if self.in_process:
+        if not here and args.workers is None and not kwargs:
+            return "auto"
+        if self.in_process and here:
             kwargs = {"processes": False, "n_workers": 1, "threads_per_worker": os.cpu_count() or 1, **kwargs}
         elif args.workers is not None:
             kwargs.setdefault("n_workers", args.workers)
@@ -673,8 +687,7 @@ def _plot(args) -> int:
     if source is None:
         raise ValueError(f"Run {args.run!r} records no input; give the rows with --input.")
     require_exists(source)
-    from .inputs import open_input
-    from .job import load_true_labels as load_labels
+    from .inputs import load_labels, open_input
 
     X = open_input(source)
     labels = load_labels(args.labels) if args.labels else None
@@ -767,6 +780,15 @@ def _as_param(value) -> str:
 
 
 def _serve(args) -> int:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:  # before anything else: the schedule's time zone (issue 35, item 5)
+        ZoneInfo(args.timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"--timezone {args.timezone!r} is not a time zone; give an IANA name such as UTC, Europe/Paris or "
+            "America/New_York."
+        ) from None
     from prefect.settings import PREFECT_API_URL
     from prefect.types.entrypoint import EntrypointType
 
@@ -779,30 +801,38 @@ def _serve(args) -> int:
         raise ValueError(f"--incremental: runs of --method {args.method} cannot be updated (it has no partial_fit).")
     if not PREFECT_API_URL.value():
         raise ValueError("lowdens serve needs a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api).")
+    from .paths import absolute
+
     request = _Request(args, os.fspath(args.input), true_labels=args.labels)
     plan = request.plan
+    # the deployment's runs start on whichever worker serves it, in a directory nobody chose: local paths are
+    # registered absolute (URLs as given), and the cluster is sized on that host when the run starts (issue 35)
     parameters = {
-        "input_path": os.fspath(args.input),
+        "input_path": absolute(args.input),
         "method": plan.method,
         "n_clusters": plan.n_clusters,
         "params": plan.params or None,
         "random_state": plan.random_state,
-        "store": args.store,
-        "true_labels": args.labels,
-        "cluster": request.cluster(),
+        "store": absolute(args.store),
+        "true_labels": absolute(args.labels),
+        "cluster": request.cluster(here=False),
         "header": request.info.header,
         # the runs record the deployment's name; incremental runs update the latest of them
         "series": args.name,
         "refit_every": (args.refit_every or REFIT_EVERY) if args.incremental else None,
     }
     every = f", updating its latest run, a full fit every {parameters['refit_every']} runs" if args.incremental else ""
-    print(f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r}{every}")
+    print(
+        f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r} "
+        f"({args.timezone}){every}"
+    )
     # registered by module path (lowdens_pipelines.flows.recluster), so any worker with the package can load it;
     # Ctrl-C or SIGTERM pause it and delete its scheduled runs, then exit 130 (serving.py says how and why)
     return serving.serve(
         recluster,
         name=args.name,
         cron=args.cron,
+        timezone=args.timezone,
         parameters=parameters,
         entrypoint_type=EntrypointType.MODULE_PATH,
         announce=lambda deployment_id: print(

@@ -143,17 +143,46 @@ def counting_passes(client, X: da.Array):
     out["passes"] = reads / X.numblocks[0]
 
 
-def dask_task_runner(cluster: dict | None = None, api_url: str | None = None) -> DaskTaskRunner:
+#: The flow's ``cluster`` parameter that leaves the choice to the host the flow runs on (:func:`host_cluster`).
+AUTO = "auto"
+
+
+def host_cluster(cluster: dict | str | None, nbytes: int | None) -> dict | None:
+    """The flow's ``cluster`` parameter resolved on the host the flow runs on: ``"auto"`` (:data:`AUTO`, what
+    ``lowdens serve`` registers, issue 35) becomes what ``lowdens fit`` chooses on its own host: for input up to
+    ``IN_PROCESS_MAX_BYTES`` (2 GiB; ``nbytes``, the input's size), a ``LocalCluster`` in the flow's process with
+    one worker of as many threads as this host has cores; above it, a ``LocalCluster`` of one single-threaded
+    worker process per core of this host. Any other value is returned as it is."""
+    if cluster != AUTO:
+        return cluster
+    from .cli import IN_PROCESS_MAX_BYTES
+
+    cores = os.cpu_count() or 1
+    if nbytes is not None and nbytes <= IN_PROCESS_MAX_BYTES:
+        return {"cluster_kwargs": {"processes": False, "n_workers": 1, "threads_per_worker": cores}}
+    return {"cluster_kwargs": {"n_workers": cores, "threads_per_worker": 1}}
+
+
+def dask_task_runner(cluster: dict | str | None = None, api_url: str | None = None) -> DaskTaskRunner:
     """prefect-dask's ``DaskTaskRunner`` from the flow's ``cluster`` parameter: None for a temporary
     ``LocalCluster``; ``{"address": "tcp://..."}`` for an existing scheduler; ``{"cluster_class":
     "dask_kubernetes.operator.KubeCluster", "cluster_kwargs": {...}, "adapt_kwargs": {...}}`` for another
     kind of cluster (``cluster_kwargs`` alone configure the ``LocalCluster``; ``{"processes": False}`` keeps
-    its workers in the flow's process).
+    its workers in the flow's process). ``"auto"`` is resolved first (:func:`host_cluster`, as for input of an
+    unknown size: a ``LocalCluster`` of one worker process per core); the flow resolves it with its input's size.
 
     ``api_url``: the Prefect API the workers of a temporary ``LocalCluster`` report to (the flow's own, also
     when it is Prefect's temporary server; otherwise each worker would start a server of its own). Workers of
     other clusters get theirs from their environment (``PREFECT_API_URL``, see deploy/).
     """
+    if isinstance(cluster, str):
+        if cluster != AUTO:
+            raise ValueError(f"Unknown cluster setting {cluster!r}: a dict of {list(CLUSTER_KEYS)}, None or {AUTO!r}.")
+        cluster = host_cluster(cluster, None)
+    if cluster is not None and not isinstance(cluster, dict):
+        raise ValueError(
+            f"The cluster setting must be a dict of {list(CLUSTER_KEYS)}, None or {AUTO!r}; got {cluster!r}."
+        )
     cluster = dict(cluster or {})
     unknown = sorted(set(cluster) - set(CLUSTER_KEYS))
     if unknown:
@@ -271,9 +300,33 @@ def persist(attempt: Attempt, attrs: dict) -> str:
     return run_id
 
 
+def markdown_table(rows: list[dict]) -> list[str]:
+    """``rows`` (dicts with the same keys) as the lines of a markdown table: a header, the separator row without
+    which a markdown renderer (the Prefect UI's) shows the lines as text, and one line per row, numbers
+    right-aligned."""
+    if not rows:
+        return []
+    columns = list(rows[0])
+    numeric = [all(isinstance(row[c], (int, float)) for row in rows) for c in columns]
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "|".join("---:" if right else "---" for right in numeric) + "|",
+        *("| " + " | ".join(_cell(row[c]) for c in columns) + " |" for row in rows),
+    ]
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.1%}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
 def publish_artifacts(run, store: str) -> None:
-    """The run's result in the Prefect UI: a markdown summary (clusters, sizes, scores, for an update what
-    changed, where the run is kept) and a table of the cluster sizes by cluster id."""
+    """The run's result in the Prefect UI: a markdown summary (clusters, scores, for an update what changed, where
+    the run is kept, and a table of the clusters: id, rows, share) and a table artifact of the cluster sizes by
+    cluster id (a list of rows, one dict per cluster, as ``create_table_artifact`` takes them)."""
     metrics = run.attrs["metrics"]
     sizes = metrics.get("cluster_sizes", [])  # by cluster id: ids need not be 0..K-1, and unused ids count 0
     ids = sorted(set(run.stable_ids[list(run.tree.leaf_labels().values())].tolist()))
@@ -284,25 +337,76 @@ def publish_artifacts(run, store: str) -> None:
     update = []
     if run.parent is not None:
         update = [f"- an update of run {run.parent}:", *(f"  - {line}" for line in describe_update(metrics["update"]))]
+    total = max(1, sum(sizes.values()))
+    table = [{"cluster": int(i), "rows": int(size), "share": round(size / total, 4)} for i, size in sizes.items()]
     lines = [
         f"# Run {run.run_id}",
         "",
         f"- clusters: **{metrics['n_leaves']}** ({run.attrs['params']['method']}, "
         f"{run.attrs['input']['shape'][0]:,} rows of {run.attrs['input']['path']})",
-        f"- cluster sizes: {', '.join(f'{i}: {size:,}' for i, size in sizes.items())}",
         f"- rows not labelled (NaN or inf): {metrics.get('n_unlabelled', 0):,}",
         *([f"- scores against the true labels: {scores}"] if scores else []),
         *update,
         f"- run store: `{store}`; the run: `{run.url}`",
+        "",
+        "## Clusters",
+        "",
+        *markdown_table(table),
     ]
     key = "".join(c if c.isalnum() else "-" for c in run.run_id.lower())
     create_markdown_artifact("\n".join(lines), key=f"run-{key}"[:100], description=f"lowdens run {run.run_id}")
-    total = max(1, sum(sizes.values()))
-    table = [{"cluster": i, "rows": size, "share": round(size / total, 4)} for i, size in sizes.items()]
     create_table_artifact(table, key=f"sizes-{key}"[:100], description=f"cluster sizes of run {run.run_id}")
 
 
+def _deployment_id() -> str | None:
+    """The deployment of the flow run in progress, or None (a flow called directly, ``lowdens fit``). As
+    ``prefect.runtime.deployment.id`` (its ``PREFECT__RUNTIME__DEPLOYMENT__ID`` override included), without its
+    request to the server when the flow run's context already says."""
+    override = os.environ.get("PREFECT__RUNTIME__DEPLOYMENT__ID")
+    if override:
+        return override
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    deployment_id = getattr(getattr(context, "flow_run", None), "deployment_id", None)
+    return None if deployment_id is None else str(deployment_id)
+
+
+def _nbytes(identity: dict) -> int | None:
+    """The input's size in bytes, from its identity (shape and dtype), or None if they do not say."""
+    try:
+        return int(np.prod(identity["shape"], dtype=np.int64)) * np.dtype(identity["dtype"]).itemsize
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _describe_cluster(cluster: dict) -> str:
+    kwargs = cluster.get("cluster_kwargs") or {}
+    if kwargs.get("processes", True) is False:
+        return f"in the flow's process, {kwargs.get('threads_per_worker')} threads (the host's cores)"
+    return f"a LocalCluster of {kwargs.get('n_workers')} single-threaded worker processes (the host's cores)"
+
+
 # ---------------------------------------------------------------------------------------------------- flows
+def run_reference(point: dict | None) -> dict | None:
+    """A run that :func:`recluster_on_dask` starts from (:func:`.job.resume_point`, :func:`.job.previous_run`) as
+    its parameter: its id and its committed attempt's URL, not its tree (issue 35: the tree's JSON, the whole
+    parameter in the Prefect UI)."""
+    return None if point is None else {"run_id": point["run_id"], "url": point["url"]}
+
+
+def _committed_run(runs: RunsStore, reference: dict):
+    """The run a :func:`run_reference` names, read back; a ``ValueError`` if it was replaced since (its committed
+    attempt is another)."""
+    run = runs.get(reference["run_id"])
+    if run.url.rstrip("/") != reference["url"].rstrip("/"):
+        raise ValueError(
+            f"Run {reference['run_id']!r} was replaced while this run started ({reference['url']} is no longer its "
+            "committed attempt); run it again."
+        )
+    return run
+
+
 @flow(name="recluster-on-dask")
 def recluster_on_dask(
     input_path: str,
@@ -313,12 +417,20 @@ def recluster_on_dask(
     attempt_url: str,
     header: bool | None = None,
     resume: dict | None = None,
+    store: str = DEFAULT_STORE,
 ) -> dict:
-    """The cluster work of :func:`recluster`: fit and continuity, or with ``resume`` (:func:`.job.resume_point`)
-    the update of the parent run; then the labels; each a task on the flow's Dask cluster (the task runner is set
-    by :func:`recluster`). ``settings``: method, n_clusters, params, random_state."""
+    """The cluster work of :func:`recluster`: fit and continuity with the ``previous`` run, or the update of the
+    ``resume`` run (its parent); then the labels; each a task on the flow's Dask cluster (the task runner is set
+    by :func:`recluster`). ``settings``: method, n_clusters, params, random_state. ``previous`` and ``resume`` are
+    references (:func:`run_reference`) to runs of ``store``, read back here (:func:`.job.previous_run`,
+    :func:`.job.resume_point`)."""
     logger = get_run_logger()
     seconds, passes = {}, {}
+    runs = RunsStore(store)
+    if resume is not None:
+        resume = job.resume_point(_committed_run(runs, resume))
+    if previous is not None:
+        previous = job.previous_run(runs, identity, _committed_run(runs, previous))
 
     def run(name, function, *args):
         start = time.perf_counter()
@@ -348,7 +460,7 @@ def recluster(
     run_id: str | None = None,
     true_labels: str | list | None = None,
     storage_options: dict | None = None,
-    cluster: dict | None = None,
+    cluster: dict | str | None = None,
     header: bool | None = None,
     update_from: str | None = None,
     series: str | None = None,
@@ -362,7 +474,8 @@ def recluster(
     from the time); returns the run id.
 
     ``true_labels`` (a list, or a path to them) adds ARI, V-measure and purity to the metrics. ``cluster``
-    chooses the Dask cluster (:func:`dask_task_runner`). ``header``: whether a CSV input's first row is a header
+    chooses the Dask cluster (:func:`dask_task_runner`; ``"auto"``, as ``lowdens serve`` registers it: chosen on
+    the host the flow runs on, from its cores and the input's size, :func:`host_cluster`). ``header``: whether a CSV input's first row is a header
     (None: when it is not all numbers). Cluster ids are kept stable across runs on the same input path: each
     new cluster takes the id of the previous run's cluster it overlaps most. Bad input (an unknown method or
     parameter, a missing or malformed array, a bad cluster setting) fails before any Dask cluster starts, and a
@@ -380,7 +493,19 @@ def recluster(
     runs name as their parent unless ``force`` (:func:`.job.plan_run`); a run committed there while this one ran
     is not replaced without ``replace`` either: the commit fails. An update whose input holds the same rows as its
     parent's, or an earlier run's in its line, is refused unless ``allow_same_input``.
+
+    Local paths (``input_path``, ``store``, ``true_labels``) are recorded absolute, URLs as given. A flow run of a
+    deployment refuses a relative local path: the worker that runs it starts in a directory nobody chose.
     """
+    from .paths import absolute, refuse_relative_in_deployment
+
+    if _deployment_id() is not None:  # a worker's working directory is nobody's choice (issue 35)
+        refuse_relative_in_deployment(
+            input_path=input_path, store=store, true_labels=true_labels if isinstance(true_labels, str) else None
+        )
+    # local paths absolute from here on (URLs as given): the tasks on the cluster's workers, which need not share
+    # this process's working directory, and the run's record (job.run_attrs) name the same files
+    input_path, store, true_labels = absolute(input_path), absolute(store), absolute(true_labels)
     logger = get_run_logger()
     runs = RunsStore(store)
     plan = job.plan_run(
@@ -388,16 +513,29 @@ def recluster(
         allow_same_input=allow_same_input,
     )
     with get_client(sync_client=True) as client:
-        runner = dask_task_runner(cluster, api_url=str(client.api_url))
+        api_url = str(client.api_url)
+    runner = None if cluster == AUTO else dask_task_runner(cluster, api_url=api_url)  # bad settings fail here
     started = time.perf_counter()
     identity, truth = load_and_validate(input_path, storage_options, true_labels, header, plan.parent is not None)
     load_seconds = time.perf_counter() - started
+    if runner is None:  # "auto" (lowdens serve): this host's cores, and the input's size as it is tonight
+        cluster = host_cluster(cluster, _nbytes(identity))
+        logger.info("cluster: %s", _describe_cluster(cluster))
+        runner = dask_task_runner(cluster, api_url=api_url)
     resume, previous = job.start_point(runs, plan, identity)
     if plan.parent is not None:
         logger.info("updating run %s (update %d since its fit)", plan.parent.run_id, plan.parent.tree.update + 1)
     with runs.attempt(run_id, replace=replace) as attempt:
         done = recluster_on_dask.with_options(task_runner=runner)(
-            input_path, plan.estimator_settings, storage_options, identity, previous, attempt.url, header, resume
+            input_path,
+            plan.estimator_settings,
+            storage_options,
+            identity,
+            run_reference(previous),
+            attempt.url,
+            header,
+            run_reference(resume),
+            store=store,
         )
         started = time.perf_counter()
         metrics = {**compute_metrics(done["tree"], attempt.url, truth), **done["metrics"]}

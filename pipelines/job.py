@@ -169,7 +169,8 @@ def check_update_input(parent: Run, identity: dict) -> None:
 
 class SameInputError(ValueError):
     """An update whose input holds the same rows as a run already in its line (:func:`check_same_input`):
-    ``run_id`` is that run, ``path`` the input it recorded."""
+    ``run_id`` is that run, ``path`` the input it recorded when that is another file than this update's (as a
+    message shows it: :func:`.paths.shown`), else None."""
 
     def __init__(self, message: str, run_id: str, path: str | None):
         super().__init__(message)
@@ -191,10 +192,15 @@ def check_same_input(runs: RunsStore, parent: Run, identity: dict) -> None:
         seen.add(run.run_id)
         recorded = run.attrs.get("input") or {}
         if same_rows(identity, recorded):
+            from .paths import same_path, shown
+
+            # the recorded path (absolute since issue 35) named only when it is another file than this input's,
+            # and as the user names it here (relative to the working directory inside it)
             where = recorded.get("path")
+            where = None if not where or same_path(where, identity["path"]) else shown(where)
             raise SameInputError(
                 f"{identity['path']} holds the same rows as the input of run {run.run_id!r}"
-                + (f" ({where})" if where and where != identity["path"] else "")
+                + (f" ({where})" if where else "")
                 + ", which already holds them in the line of the run this would update; an update adds new rows "
                 "(allow_same_input=True adds them again).",
                 run.run_id,
@@ -252,45 +258,10 @@ def load_and_validate(
         )
     if true_labels is None:
         return identity, None
-    truth = load_true_labels(true_labels) if isinstance(true_labels, str) else np.asarray(true_labels)
+    truth = load_labels(true_labels) if isinstance(true_labels, str) else np.asarray(true_labels)
     if truth.shape != (n_rows,):
         raise ValueError(f"The true labels have shape {truth.shape}; the input has {n_rows} rows.")
     return identity, truth
-
-
-def load_true_labels(path, storage_options: dict | None = None) -> np.ndarray:
-    """True labels (:func:`.inputs.load_labels`), and from a plain file of one integer per line (after an optional
-    header line) whatever its name's extension (``truth.labels``, ``labels.txt``): a path with no suffix the
-    formats know that is a file, not a folder, is no zarr array."""
-    import fsspec
-
-    text_path = os.fspath(path)
-    if input_format(text_path) == "zarr":
-        fs, where = fsspec.core.url_to_fs(text_path, **(storage_options or {}))
-        if fs.isfile(where):
-            with fs.open(where, "rb") as file:
-                data = file.read()
-            try:
-                lines = [line.strip() for line in data.decode().splitlines() if line.strip()]
-            except UnicodeDecodeError:
-                lines = None
-            if lines and not _is_int(lines[0]) and lines[1:] and all(map(_is_int, lines[1:])):
-                lines = lines[1:]  # a header line
-            if not lines or not all(map(_is_int, lines)):
-                raise ValueError(
-                    f"{text_path}: expected labels, one integer per line (or a .npy, .csv or .parquet file, or a "
-                    "1-D zarr array)."
-                )
-            return np.asarray([int(line) for line in lines], dtype=np.int64)
-    return load_labels(path, storage_options)
-
-
-def _is_int(text: str) -> bool:
-    try:
-        int(text)
-    except ValueError:
-        return False
-    return True
 
 
 def previous_run(runs: RunsStore, identity: dict, latest: Run | None = None) -> dict | None:
@@ -424,9 +395,12 @@ def run_attrs(
     """The attributes a run is committed with. ``ids``: its ``stable_ids`` and ``next_id`` (:func:`match_previous`,
     :func:`tree_ids`); ``settings``: method, n_clusters, random_state and the estimator's other parameters;
     ``parent``: the run it updated; ``series``: the series it belongs to (:func:`plan_run`)."""
-    identity = dict(identity)
+    from .paths import absolute
+
+    # local paths recorded absolute (URLs as given), so that the run reads back from any working directory
+    identity = {**identity, "path": absolute(identity["path"])}
     if isinstance(true_labels, (str, os.PathLike)):
-        identity["true_labels"] = os.fspath(true_labels)
+        identity["true_labels"] = absolute(true_labels)
     return {
         "tree": ClusterTree.from_json(tree_json),
         "stable_ids": list(ids["stable_ids"]),

@@ -751,16 +751,20 @@ class RunsStore:
     def latest_on(self, input_path: str) -> Run | None:
         """The newest committed run whose recorded input (``attrs["input"]["path"]``) is ``input_path``: the
         run a new one on that input is compared with (continuity). Damaged runs are skipped, with a warning
-        naming each one's path and what is wrong (those known to be on another input, silently)."""
+        naming each one's path and what is wrong (those known to be on another input, silently). Paths are compared
+        as :func:`.paths.same_path` does: ``night-1.csv`` here and ``/abs/here/night-1.csv`` are the same input (runs
+        record local paths absolute; older ones kept them as given)."""
+        from .paths import same_path
+
         runs, damaged = self._scan()
         for bad in damaged:
-            if bad.input_path not in (None, str(input_path)):
+            if bad.input_path is not None and not same_path(bad.input_path, str(input_path)):
                 continue
             warnings.warn(
                 f"Skipping the damaged run {bad.run_id!r} ({bad.url}) for continuity: {bad.error}", stacklevel=2
             )
         for run in runs:
-            if run.attrs.get("input", {}).get("path") == str(input_path):
+            if same_path(run.attrs.get("input", {}).get("path"), str(input_path)):
                 return run
         return None
 

@@ -59,18 +59,23 @@ class _Served:
         self.registered = threading.Event()
 
 
-def _run_runner(served: _Served, flow, *, name: str, cron, parameters: dict, entrypoint_type, announce) -> None:
+def _run_runner(
+    served: _Served, flow, *, name: str, cron, parameters: dict, entrypoint_type, announce, timezone: str = "UTC"
+) -> None:
     """The serving thread: register the deployment, then poll for its runs until stopped (``Flow.serve``'s steps,
-    with the runner and the deployment id kept for the main thread)."""
+    with the runner and the deployment id kept for the main thread). The cron schedule is in ``timezone`` (an IANA
+    name)."""
     import asyncio
 
     from prefect.runner import Runner
+    from prefect.schedules import Cron
 
     try:
         runner = Runner(name=name, pause_on_shutdown=True)
         served.runner = runner
+        schedules = [Cron(cron, timezone=timezone)] if cron else None
         served.deployment_id = runner.add_flow(
-            flow, name=name, cron=cron, parameters=parameters, entrypoint_type=entrypoint_type
+            flow, name=name, schedules=schedules, parameters=parameters, entrypoint_type=entrypoint_type
         )
         served.registered.set()
         if announce:
@@ -315,10 +320,11 @@ def _interrupted(served: _Served, deployment_name: str, signum: int) -> int:
     return INTERRUPTED
 
 
-def serve(flow, *, name: str, cron, parameters: dict, entrypoint_type, announce=None) -> int:
+def serve(flow, *, name: str, cron, parameters: dict, entrypoint_type, announce=None, timezone: str = "UTC") -> int:
     """Serve ``flow`` as the deployment ``flow.name/name`` until SIGINT or SIGTERM; then withdraw it (see the
-    module's docstring) and return 130. ``announce(deployment_id)`` is called once the deployment is registered.
-    An error of the runner (registration refused, server unreachable) is raised here."""
+    module's docstring) and return 130. ``cron``: its schedule, in ``timezone`` (an IANA name; UTC by default).
+    ``announce(deployment_id)`` is called once the deployment is registered. An error of the runner (registration
+    refused, server unreachable) is raised here."""
     served = _Served()
     signals: list[int] = []
 
@@ -330,7 +336,14 @@ def serve(flow, *, name: str, cron, parameters: dict, entrypoint_type, announce=
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, on_signal)
     try:
-        options = dict(name=name, cron=cron, parameters=parameters, entrypoint_type=entrypoint_type, announce=announce)
+        options = dict(
+            name=name,
+            cron=cron,
+            parameters=parameters,
+            entrypoint_type=entrypoint_type,
+            announce=announce,
+            timezone=timezone,
+        )
         thread = threading.Thread(
             target=_run_runner, args=(served, flow), kwargs=options, name="lowdens-serve-runner", daemon=True
         )

@@ -117,8 +117,10 @@ def test_a_damaged_run_is_listed_as_damaged_and_skipped_and_other_runs_work(fitt
     status, _, err = lowdens(capsys, "fit", "X.npy", "--update-from", "bad", "--store", "runs")
     assert status == 2 and "Run 'bad' is damaged" in _one_error_line(err), err
 
-    # a fit on the same input: the damaged run is skipped (with a warning), the good one is its previous run
-    status, out, err = lowdens(capsys, "fit", "X.npy", "--n-clusters", "2", "--run-id", "later", "--store", "runs")
+    # a fit on the same input (the one the copied runs record, absolute since issue 35): the damaged run is skipped
+    # (with a warning), the good one is its previous run
+    same_input = str(fitted_store / "X.npy")
+    status, out, err = lowdens(capsys, "fit", same_input, "--n-clusters", "2", "--run-id", "later", "--store", "runs")
     assert status == 0, err
     assert any(line.startswith("lowdens: warning: Skipping the damaged run 'bad'") for line in err), err
     assert RunsStore("runs").get("later").attrs["metrics"]["stability"]["previous_run"] == "good"

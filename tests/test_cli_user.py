@@ -178,7 +178,7 @@ def test_a_small_fit_runs_in_process_without_prefect_or_distributed(tmp_path):
     assert out[0].startswith("r\t3 clusters\t") and out[1].startswith("scores: adjusted rand 1.000")
     assert out[-1] == "[]", "prefect or distributed was imported"
     run = RunsStore(str(tmp_path / "runs")).get("r")
-    assert run.attrs["metrics"]["adjusted_rand"] == 1.0 and run.attrs["input"]["true_labels"] == "y.npy"
+    assert run.attrs["metrics"]["adjusted_rand"] == 1.0 and run.attrs["input"]["true_labels"] == str(tmp_path / "y.npy")
     np.testing.assert_array_equal(run.labels.compute(), run.predict(X))
 
 

@@ -122,7 +122,8 @@ def _second_fit(first_run, tmp_path, monkeypatch, capsys, damage=None):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     capsys.readouterr()
-    assert main(["fit", "X.zarr", "--n-clusters", "3", "--store", "runs", "--run-id", "second"]) == 0
+    # the first run's input, which the copy's run records (absolute, issue 35): the same rows, the same input
+    assert main(["fit", str(first_run / "X.zarr"), "--n-clusters", "3", "--store", "runs", "--run-id", "second"]) == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("lowdens: warning:")]
     return store.get("second"), labels, warnings
 

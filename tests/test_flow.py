@@ -135,3 +135,55 @@ def test_the_temporary_prefect_server_is_tied_to_the_flows_process(data):
     assert "prefect.server.api.server:create_app" in server.args
     process = psutil.Process(server.pid)
     assert process.ppid() == os.getpid() and process.cmdline()[2] == "lowdens_pipelines.lifeline"
+
+
+def test_the_summary_artifact_shows_the_clusters_as_a_table(tmp_path, monkeypatch):
+    """Issue 35, item 8: the summary's clusters were one bullet line ('- cluster sizes: 0: 100, 1: 100'); they are a
+    markdown table (a header, the separator row a renderer needs, a row per cluster), and the table artifact is a
+    list of rows with the same columns."""
+    from lowdens_pipelines import RunsStore, flows, job
+
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(150, 2)) + shift for shift in ((0, 0), (12, 0), (0, 12))]).astype("f4")
+    np.save(tmp_path / "X.npy", X)
+    store = str(tmp_path / "runs")
+    job.run_job(str(tmp_path / "X.npy"), n_clusters=3, store=store, run_id="sizes")
+    published = {}
+    monkeypatch.setattr(flows, "create_markdown_artifact", lambda text, **kw: published.setdefault("markdown", text))
+    monkeypatch.setattr(flows, "create_table_artifact", lambda table, **kw: published.setdefault("table", table))
+    flows.publish_artifacts(RunsStore(store).get("sizes"), store)
+
+    table = published["table"]
+    assert isinstance(table, list) and [sorted(row) for row in table] == [["cluster", "rows", "share"]] * 3
+    assert sorted(row["rows"] for row in table) == [150, 150, 150]
+    assert all(type(row["cluster"]) is int and type(row["rows"]) is int for row in table)
+    lines = published["markdown"].splitlines()
+    at = lines.index("| cluster | rows | share |")
+    assert lines[at - 1] == "" and lines[at + 1] == "|---:|---:|---:|"
+    rows = [line for line in lines[at + 2 :] if line.startswith("|")]
+    assert rows == [f"| {row['cluster']} | 150 | 33.3% |" for row in table]
+    assert not any(line.startswith("- cluster sizes") for line in lines)
+
+
+def test_a_deployment_run_refuses_a_relative_local_path(tmp_path, monkeypatch):
+    """Issue 35, item 2: a flow run of a deployment (prefect.runtime's deployment id set) given a relative local
+    path refuses it in one line before anything starts: the worker's working directory is nobody's choice. Run
+    outside a deployment, the flow makes it absolute (tests/test_paths.py)."""
+    from lowdens_pipelines import flows
+    from lowdens_pipelines.paths import refuse_relative_in_deployment
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__ID", "00000000-0000-0000-0000-000000000001")
+    for arguments, name, value in (
+        ({"input_path": "night-1.csv", "store": str(tmp_path / "runs")}, "input_path", "night-1.csv"),
+        ({"input_path": str(tmp_path / "night-1.csv")}, "store", "./lowdens-runs"),  # the default store
+        ({"input_path": "s3://b/x.zarr", "store": "s3://b/runs", "true_labels": "y.npy"}, "true_labels", "y.npy"),
+    ):
+        with pytest.raises(ValueError) as refused:
+            flows.recluster.fn(**arguments)
+        message = str(refused.value)
+        assert message == (
+            f"{name} {value!r} is a relative path, relative to an unknown working directory on the worker that runs "
+            "this deployment; give an absolute path or a URL (s3://..., gs://...)."
+        )
+    refuse_relative_in_deployment(input_path="s3://b/x.zarr", store=str(tmp_path), true_labels=None)  # no error

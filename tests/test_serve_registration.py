@@ -1,0 +1,78 @@
+"""Issue 35, items 2 and 5, what ``lowdens serve`` registers, in this process and without a server (the serving
+itself is replaced by a stand-in; tests/test_prefect_server.py registers on a real server): the schedule's time zone,
+a bad one refused first; local paths registered absolute; no setting of the registering host (its core count), the
+flow sizing its cluster on the host it runs on."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from cli_helpers import blobs as _blobs
+from cli_helpers import lowdens
+from cli_helpers import one_error_line as _one_error_line
+
+
+@pytest.mark.parametrize("name", ["Mars/Olympus_Mons", "", "../etc/passwd", "utc+2"])
+def test_a_bad_timezone_is_refused_in_one_line_before_anything_else(here, capsys, name):
+    """Before: no --timezone (argparse's 'unrecognized arguments'); the input need not exist, nor a Prefect API."""
+    status, out, err = lowdens(capsys, "serve", "missing.npy", "--timezone", name)
+    assert status == 2 and out == []
+    assert _one_error_line(err) == (
+        f"lowdens: error: --timezone {name!r} is not a time zone; give an IANA name such as UTC, Europe/Paris or "
+        "America/New_York."
+    )
+
+
+@pytest.fixture
+def registered(here, capsys, monkeypatch):
+    """``lowdens serve night-1.npy --store runs --labels y.npy --timezone Europe/Paris`` in ``here``, with a stand-in
+    for the serving: (the keyword arguments it got, stdout's lines)."""
+    from lowdens_pipelines import serving
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    X = _blobs()
+    np.save("night-1.npy", X)
+    np.save("y.npy", np.repeat([0, 1], len(X) // 2))
+    got = {}
+    monkeypatch.setattr(serving, "serve", lambda flow, **kwargs: got.update(kwargs) or 0)
+    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
+        status, out, err = lowdens(
+            capsys, "serve", "night-1.npy", "--store", "runs", "--labels", "y.npy", "--timezone", "Europe/Paris"
+        )
+    assert status == 0, err
+    return got, out
+
+
+def test_serve_registers_absolute_paths_and_the_schedules_time_zone(registered, here):
+    got, out = registered
+    parameters = got["parameters"]
+    assert parameters["input_path"] == str(here / "night-1.npy")
+    assert parameters["store"] == str(here / "runs") and parameters["true_labels"] == str(here / "y.npy")
+    assert got["cron"] == "0 2 * * *" and got["timezone"] == "Europe/Paris"
+    assert out[0].endswith(" with cron '0 2 * * *' (Europe/Paris)"), out
+
+
+def test_serve_registers_no_setting_of_its_own_host(registered):
+    """Before: ``cluster={"cluster_kwargs": {"processes": False, "n_workers": 1, "threads_per_worker": <this host's
+    cores>}}``, the in-process choice made from the input's size at registration."""
+    got, _ = registered
+    assert got["parameters"]["cluster"] == "auto"
+    assert "threads_per_worker" not in json.dumps(got["parameters"])
+
+
+def test_the_flow_sizes_an_auto_cluster_on_the_host_it_runs_on(monkeypatch):
+    from lowdens_pipelines import flows
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 5)
+    small, large = 10 * 2**20, 3 * 2**30
+    assert flows.host_cluster("auto", small) == {
+        "cluster_kwargs": {"processes": False, "n_workers": 1, "threads_per_worker": 5}
+    }
+    assert flows.host_cluster("auto", large) == {"cluster_kwargs": {"n_workers": 5, "threads_per_worker": 1}}
+    assert flows.host_cluster({"address": "tcp://x:8786"}, small) == {"address": "tcp://x:8786"}
+    assert flows._nbytes({"shape": [1_000, 4], "dtype": "<f4"}) == 16_000
+    runner = flows.dask_task_runner("auto")  # of unknown size: one worker process per core
+    assert runner.cluster_kwargs["n_workers"] == 5 and runner.cluster_kwargs["threads_per_worker"] == 1
+    with pytest.raises(ValueError, match="Unknown cluster setting 'big'"):
+        flows.dask_task_runner("big")
