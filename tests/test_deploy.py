@@ -599,6 +599,11 @@ def test_prefect_deployments():
         given = deployment["parameters"]
         assert required <= set(given) <= parameters, (name, set(given) - parameters, required - set(given))
         assert set(given["cluster"]) <= cluster_keys, name
+        # no relative local path, which a deployment's flow run refuses (issue 35, item 2): URLs or absolute paths
+        from lowdens_pipelines.paths import refuse_relative_in_deployment
+
+        refuse_relative_in_deployment(**{key: given.get(key) for key in ("input_path", "store", "true_labels")})
+        assert "store" in given, f"{name}: the flow's default store, ./lowdens-runs, is relative"
         for schedule in deployment.get("schedules") or []:
             schedules += 1
             CronSchedule(cron=schedule["cron"], timezone=schedule.get("timezone"))

@@ -211,7 +211,7 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
     path, X, y = blobs
     store = str(tmp_path / "runs")
     argv = [path, "--n-clusters", "3", "--store", store, "--workers", "1", "--cron", CRON, "--name", "nightly"]
-    serve, log = _serve(argv, prefect_server, tmp_path)
+    serve, log = _serve([*argv, "--timezone", "Europe/Paris"], prefect_server, tmp_path)
 
     def failed(message: str) -> str:
         return f"{message}\n--- lowdens serve (exit status {serve.poll()}) ---\n{_tail(log)}"
@@ -222,8 +222,11 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
             assert str(client.api_url).rstrip("/") == prefect_server
             deployment = _deployment(client, "recluster/nightly", serve, failed)
 
-            # the schedule and the parameters, as the server has them
+            # the schedule and the parameters, as the server has them; the schedule in the time zone asked for,
+            # which serve's first line names (issue 35, item 5)
             assert [s.schedule.cron for s in deployment.schedules] == [CRON]
+            assert [s.schedule.timezone for s in deployment.schedules] == ["Europe/Paris"]
+            assert f"with cron '{CRON}' (Europe/Paris)" in _tail(log), failed("no time zone printed")
             assert all(s.active for s in deployment.schedules)
             parameters = deployment.parameters
             assert parameters["input_path"] == path and parameters["n_clusters"] == 3
@@ -241,6 +244,19 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
             assert summary.type == "markdown" and "clusters: **3**" in summary.data and store in summary.data
             table = json.loads(sizes.data) if isinstance(sizes.data, str) else sizes.data
             assert sizes.type == "table" and sorted(row["rows"] for row in table) == [2_000, 2_000, 2_000]
+
+            # a run of the deployment given a relative local path: refused in one line (issue 35, item 2)
+            refused = client.create_flow_run_from_deployment(
+                deployment.id, parameters={"input_path": "X.zarr", "run_id": "relative"}
+            )
+            started = time.monotonic()
+            while not (refused := client.read_flow_run(refused.id)).state.is_final():
+                assert time.monotonic() - started < RUN_TIMEOUT, failed(f"run not done: {refused.state!r}")
+                time.sleep(1)
+            assert refused.state.is_failed(), failed(f"a relative input_path ran: {refused.state!r}")
+            assert "input_path 'X.zarr' is a relative path, relative to an unknown working directory on the worker" in (
+                refused.state.message or ""
+            ), refused.state.message
     finally:
         _stop(serve)
 
@@ -252,7 +268,7 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
     np.testing.assert_array_equal(labels, run.predict(X))
     assert adjusted_rand_score(y, labels) > 0.99
     assert run.attrs["input"]["path"] == path and run.attrs["params"]["n_clusters"] == 3
-    assert [r.run_id for r in RunsStore(store).runs()] == ["served-1"]
+    assert [r.run_id for r in RunsStore(store).runs()] == ["served-1"]  # the refused run left nothing
 
 
 def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
@@ -271,7 +287,8 @@ def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
         "f4"
     )
     store = str(tmp_path / "runs")
-    argv = [path, "--n-clusters", "3", "--store", store, "--workers", "1", "--cron", CRON, "--name", "nightly"]
+    # no cluster option: the deployment's runs size their cluster on the host that runs them (issue 35, item 2)
+    argv = [path, "--n-clusters", "3", "--store", store, "--cron", CRON, "--name", "nightly"]
     serve, log = _serve([*argv, "--incremental", "--refit-every", "3"], prefect_server, tmp_path)
 
     def failed(message: str) -> str:
@@ -281,9 +298,18 @@ def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
             deployment = _deployment(client, "recluster/nightly", serve, failed)
             assert deployment.parameters["series"] == "nightly" and deployment.parameters["refit_every"] == 3
+            assert deployment.parameters["cluster"] == "auto"  # not this host's core count
             _run(client, deployment, serve, failed)  # night 1: the rows the fixture wrote
             zarr.create_array(path, data=X2, chunks=(1_000, 4), overwrite=True)  # night 2's rows
             _run(client, deployment, serve, failed)
+            # no flow run's parameters hold a tree (issue 35, item 8: the update's subflow got its parent's tree as
+            # JSON); the subflows name the runs they start from
+            flow_runs = [run for run in client.read_flow_runs() if run.state is not None and run.state.is_completed()]
+            assert len(flow_runs) == 4, [run.name for run in flow_runs]  # 2 runs of recluster, 2 of its subflow
+            for flow_run in flow_runs:
+                assert "nodes" not in json.dumps(flow_run.parameters), flow_run.parameters
+            (resumed,) = [run.parameters["resume"] for run in flow_runs if run.parameters.get("resume")]
+            assert sorted(resumed) == ["run_id", "url"]
     finally:
         _stop(serve)
 
