@@ -597,11 +597,20 @@ def _file_token(path: str) -> str:
 def load_labels(
     path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None
 ) -> np.ndarray:
-    """True labels from a 1-D zarr array or ``.npy`` file, or from a ``.csv``/parquet file's only column (or
-    its column named ``label``). A CSV's header is decided as in :func:`open_input`; without one, the file
-    must have one column."""
+    """True labels from a 1-D zarr array or ``.npy`` file, from a ``.csv``/parquet file's only column (or its
+    column named ``label``), or from a plain file of one integer per line (after an optional header line) whatever
+    its name's extension (``truth.labels``, ``labels.txt``: a file, where a name the formats do not know would be a
+    zarr array, which is a folder). A CSV's header is decided as in :func:`open_input`; without one, the file must
+    have one column."""
     path = os.fspath(path)
     kind = input_format(path)
+    if kind == "zarr":
+        import fsspec
+
+        fs, where = fsspec.core.url_to_fs(path, **(storage_options or {}))
+        if fs.isfile(where):
+            with fs.open(where, "rb") as file:
+                return _integer_lines(file.read(), path)
     if kind == "csv":
         expected = "one label per line, optionally after a header line"
         frame, header, _, _ = _read_csv(path, storage_options, header, expected)
@@ -638,6 +647,29 @@ def load_labels(
     if labels.shape[0] == 0:
         raise ValueError(f"{path}: the labels are empty; expected one label per row of the input.")
     return labels
+
+
+def _integer_lines(data: bytes, path: str) -> np.ndarray:
+    """The labels of a plain file of one integer per line, after an optional header line."""
+    try:
+        lines = [line.strip() for line in data.decode().splitlines() if line.strip()]
+    except UnicodeDecodeError:
+        lines = None
+    if lines and not _is_int(lines[0]) and lines[1:] and all(map(_is_int, lines[1:])):
+        lines = lines[1:]  # a header line
+    if not lines or not all(map(_is_int, lines)):
+        raise ValueError(
+            f"{path}: expected labels, one integer per line (or a .npy, .csv or .parquet file, or a 1-D zarr array)."
+        )
+    return np.asarray([int(line) for line in lines], dtype=np.int64)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def save_labels(labels: da.Array, out: str | os.PathLike, storage_options: dict | None = None) -> str:
