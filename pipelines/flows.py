@@ -93,6 +93,7 @@ from prefect.client.orchestration import get_client  # noqa: E402
 from prefect_dask import DaskTaskRunner, get_dask_client  # noqa: E402
 
 from lowdens_dask.backend import chunks_read  # noqa: E402
+from lowdens_dask.tree import format_p_value  # noqa: E402
 
 from . import job  # noqa: E402
 from .inputs import open_input  # noqa: E402
@@ -252,7 +253,7 @@ def describe_fit(name: str, result: dict) -> list[str]:
     def test(node) -> str:
         if node.get("p_value") is None:
             return "no dip test (a fixed number of clusters)"
-        return f"dip {node['dip']:.4g}, p = {node['p_value']:.3g} on {int(node['n_test'] or 0):,} rows"
+        return f"dip {node['dip']:.4g}, {format_p_value(node)} on {int(node['n_test'] or 0):,} rows"
 
     for node in figures["splits"]:
         fval = "-" if node["fval"] is None else f"{node['fval']:.4g}"
@@ -300,27 +301,19 @@ def persist(attempt: Attempt, attrs: dict) -> str:
     return run_id
 
 
-def markdown_table(rows: list[dict]) -> list[str]:
+def markdown_table(rows: list[dict], formats: dict | None = None) -> list[str]:
     """``rows`` (dicts with the same keys) as the lines of a markdown table: a header, the separator row without
     which a markdown renderer (the Prefect UI's) shows the lines as text, and one line per row, numbers
-    right-aligned."""
+    right-aligned; ``formats``: a format spec by column (``{"share": ".1%"}``)."""
     if not rows:
         return []
-    columns = list(rows[0])
+    columns, formats = list(rows[0]), formats or {}
     numeric = [all(isinstance(row[c], (int, float)) for row in rows) for c in columns]
     return [
         "| " + " | ".join(columns) + " |",
         "|" + "|".join("---:" if right else "---" for right in numeric) + "|",
-        *("| " + " | ".join(_cell(row[c]) for c in columns) + " |" for row in rows),
+        *("| " + " | ".join(format(row[c], formats.get(c, "")) for c in columns) + " |" for row in rows),
     ]
-
-
-def _cell(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.1%}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
 
 
 def publish_artifacts(run, store: str) -> None:
@@ -351,7 +344,7 @@ def publish_artifacts(run, store: str) -> None:
         "",
         "## Clusters",
         "",
-        *markdown_table(table),
+        *markdown_table(table, {"rows": ",", "share": ".1%"}),
     ]
     key = "".join(c if c.isalnum() else "-" for c in run.run_id.lower())
     create_markdown_artifact("\n".join(lines), key=f"run-{key}"[:100], description=f"lowdens run {run.run_id}")
