@@ -10,22 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # the tree; Dask and scikit-learn's scores are imported where they are needed
+from lowdens_dask.tree import format_p_value
+
+if TYPE_CHECKING:  # Dask and scikit-learn's scores are imported where they are needed
     from lowdens_dask import ClusterTree
-
-
-def p_floor() -> float:
-    """The smallest p-value the shipped dip table resolves: a p-value there is "below it", not equal to it
-    (:func:`lowdens_dask.kernels.dip.dip_pvalue` returns smaller ones as that bound)."""
-    from lowdens_dask.kernels.dip import dip_pvalue
-
-    return dip_pvalue(1.0, 1_000)  # a dip beyond every tabulated quantile: the table's floor
-
-
-def format_p(p_value: float) -> str:
-    """``p = 0.0123``, or ``p < 0.00025`` for a p-value at the table's floor (:func:`p_floor`)."""
-    floor = p_floor()
-    return f"p < {floor:.3g}" if p_value <= floor * (1 + 1e-9) else f"p = {p_value:.3g}"
 
 
 def _finite_or_none(value) -> float | None:
@@ -61,7 +49,7 @@ def _test(node) -> dict:
     """A node's dip test (n_clusters="auto"), or nothing."""
     if "dip" not in node.stats:
         return {}
-    return {key: _finite_or_none(node.stats[key]) for key in ("dip", "p_value", "n_test")}
+    return {key: _finite_or_none(node.stats[key]) for key in ("dip", "p_value", "n_test", "p_floor") if key in node.stats}
 
 
 def label_metrics(labels, true_labels=None) -> dict:
@@ -132,5 +120,4 @@ def _action(node: dict) -> str:
         text = f"merged back into one leaf, cluster {node['label']}"
     else:
         text = action
-    p_value = node.get("p_value")
-    return text if p_value is None else f"{text} (dip test {format_p(p_value)})"
+    return text if node.get("p_value") is None else f"{text} (dip test {format_p_value(node)})"

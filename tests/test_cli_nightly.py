@@ -74,16 +74,36 @@ def test_the_job_refuses_it_too_as_the_flow_does(line):
 
 # ------------------------------------------------------------------------------------------------ item 8
 def test_a_p_value_at_the_tables_floor_is_printed_as_below_it():
-    """Before: 'split (dip test p = 0.00025)', the floor of the dip table printed as if it were the p-value."""
-    from lowdens_pipelines.metrics import describe_update
+    """Before: 'split (dip test p = 0.00025)', the floor of the dip table printed as if it were the p-value; and
+    the pursued null's floor (which depends on the rows and the effective dimension) as 'p_value 0.0003161' by
+    ClusterTree.describe and 'dip test p 0.000316' in the plots' titles."""
+    from lowdens_pipelines.metrics import describe_update, tree_metrics
 
-    from lowdens_dask.kernels.dip import dip_pvalue
+    from lowdens_dask import MDHClustering
+    from lowdens_dask.plots import _stats_text
 
-    floor = dip_pvalue(1.0, 1_000)
+    X = np.vstack([np.random.default_rng(0).normal(0, 1, (300, 2)), np.random.default_rng(1).normal(30, 1, (300, 2))])
+    tree = MDHClustering(n_clusters="auto", random_state=0).fit(X).tree_
+    root = tree.root.stats
+    assert root["p_value"] == pytest.approx(root["p_floor"]) and root["p_floor"] > 0  # far apart: at the floor
+    below = f"p < {root['p_floor']:.3g}"
+    assert f"{below}," in tree.describe().splitlines()[0] and "p_value" not in tree.describe()
+    assert f"dip test {below}" in _stats_text(tree.root, 0) and "p_floor" not in _stats_text(tree.root, 0)
+    (split,) = tree_metrics(tree)["splits"]
+    assert split["p_floor"] == root["p_floor"]
+
     report = {"update": 1, "n_rows": 10, "n_clusters_before": 1, "n_clusters": 2}
-    nodes = [{"node": 0, "action": "split", "p_value": floor}, {"node": 1, "action": "kept", "p_value": 0.0123}]
+    nodes = [
+        {"node": 0, "action": "split", "p_value": 0.00025, "p_floor": 0.00025},
+        {"node": 1, "action": "kept", "p_value": 0.0123, "p_floor": 0.00025},
+        {"node": 2, "action": "kept", "p_value": 0.00025},  # recorded before the floor was: as it was printed
+    ]
     lines = describe_update({**report, "nodes": nodes})
-    assert lines[1:] == ["node 0: split (dip test p < 0.00025)", "node 1: kept (dip test p = 0.0123)"]
+    assert lines[1:] == [
+        "node 0: split (dip test p < 0.00025)",
+        "node 1: kept (dip test p = 0.0123)",
+        "node 2: kept (dip test p = 0.00025)",
+    ]
 
 
 def test_labels_one_integer_per_line_are_read_whatever_the_extension(here, capsys):

@@ -108,7 +108,8 @@ def held_out_sample(data, v: np.ndarray) -> np.ndarray:
 
 def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
     """Hartigan's dip test of unimodality on a sorted sample, its p-value at ``n`` points (the sample's size by
-    default): the statistics a node records, ``dip``, ``p_value`` and ``n_test``. Tied values are point masses
+    default): the statistics a node records, ``dip``, ``p_value``, ``n_test`` and ``p_floor`` (the p-value of an
+    infinite dip, the table's floor at ``n``: a ``p_value`` equal to it is at most that). Tied values are point masses
     (rows repeated exactly: two far apart are two modes), spread only at :data:`TIE_RESOLUTION` of the sample's
     range for the kernel; ties that stand for a weight or a microcluster are spread by :func:`held_out_sample`,
     and columns recorded on a grid dequantized by :func:`dequantized`."""
@@ -118,7 +119,7 @@ def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
     if x.size < 4 or n < 4 or x[0] == x[-1]:
         return {"dip": 0.0, "p_value": 1.0, "n_test": float(n)}
     dip = float(dip_statistic(x))
-    return {"dip": dip, "p_value": dip_pvalue(dip, n), "n_test": float(n)}
+    return {"dip": dip, "p_value": dip_pvalue(dip, n), "n_test": float(n), "p_floor": dip_pvalue(np.inf, n)}
 
 
 def held_out_test(data, v: np.ndarray) -> dict:
@@ -274,11 +275,12 @@ def dequantized(rows, seed: int, steps=None):
 
 def pursued_test(method: str, data, v: np.ndarray, d_eff: float) -> dict:
     """The test of a split along ``v`` found by the pursuit of ``method`` on the same rows ``data`` (all of the
-    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test`` and ``d_eff``, what a node records."""
+    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test``, ``d_eff`` and ``p_floor`` (the p-value of
+    an infinite statistic: the table's floor), what a node records."""
     n = data.n_samples
     stats = unimodality_test(held_out_sample(data, v), n)
     p = pursued_pvalue(method, stats["dip"] * np.sqrt(n), n, d_eff)
-    return {**stats, "p_value": p, "d_eff": float(d_eff)}
+    return {**stats, "p_value": p, "d_eff": float(d_eff), "p_floor": pursued_pvalue(method, np.inf, n, d_eff)}
 
 
 def tests_on_rows(method: str, rows, directions, test: SplitTest) -> list[dict]:

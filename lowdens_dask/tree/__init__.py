@@ -1,6 +1,6 @@
 """The public cluster tree: nodes with split rules, and its grower."""
 
-from .cluster_tree import SCHEMA_VERSION, ClusterTree, Node, hyperplane_side, leaf_labels_from_json
+from .cluster_tree import SCHEMA_VERSION, ClusterTree, Node, format_p_value, hyperplane_side, leaf_labels_from_json
 from .rules import RULES, HyperplaneRule, KernelExpansionRule, NearestCentreRule, SplitRule
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "NearestCentreRule",
     "Node",
     "SplitRule",
+    "format_p_value",
     "hyperplane_side",
     "leaf_labels_from_json",
 ]

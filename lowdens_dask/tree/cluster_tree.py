@@ -31,6 +31,14 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 2
 
 
+def format_p_value(stats: dict) -> str:
+    """A split test's p-value in words: ``p = 0.0123``, or ``p < 0.00025`` where it is the floor of the table it was
+    read from (``stats["p_floor"]``, recorded with it: the table resolves no smaller p-value, so it is at most
+    that). Trees recorded before the floor was print ``p = ``."""
+    p, floor = stats["p_value"], stats.get("p_floor")
+    return f"p < {floor:.3g}" if floor is not None and p <= floor * (1 + 1e-9) else f"p = {p:.3g}"
+
+
 @dataclass
 class Node:
     """One node of a :class:`ClusterTree`.
@@ -497,10 +505,14 @@ class ClusterTree:
             if node.is_leaf:
                 test = ""
                 if "dip" in node.stats:  # n_clusters="auto": its would-be split was not significant
-                    test = f"; its best split not significant: dip {node.stats['dip']:.4g}, p_value {node.stats['p_value']:.4g}"
+                    test = f"; its best split not significant: dip {node.stats['dip']:.4g}, {format_p_value(node.stats)}"
                 lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit{test})")
             else:
-                stats = ", ".join(f"{key} {value:.4g}" for key, value in node.stats.items())
+                stats = ", ".join(
+                    format_p_value(node.stats) if key == "p_value" else f"{key} {value:.4g}"
+                    for key, value in node.stats.items()
+                    if key != "p_floor"
+                )
                 forced = " (forced)" if node.forced else ""
                 lines.append(
                     f"{pad}node {node.id}: {node.method} split{forced}, {node.size:g} rows at fit"

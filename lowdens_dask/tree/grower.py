@@ -46,6 +46,12 @@ from .rules import HyperplaneRule
 from .splitter import Candidate, Splitter
 
 
+def _p_value(stats: dict) -> dict:
+    """An update report's record of a node's test: its ``p_value`` (None without one) and the table's floor it was
+    read against (``p_floor``, where recorded), so that a p-value at the floor is reported as below it."""
+    return {"p_value": stats.get("p_value"), **({"p_floor": stats["p_floor"]} if "p_floor" in stats else {})}
+
+
 def by_size(node: Node, data, found) -> float:
     """The default leaf order: the largest leaf first."""
     return node.size
@@ -198,7 +204,7 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
         if keep is not None:
             report_nodes.append(
                 {"node": leaf, "action": "split", "label": label,
-                 "new_label": tree.nodes[node.children[1 - side]].label, "p_value": cut.stats.get("p_value")}
+                 "new_label": tree.nodes[node.children[1 - side]].label, **_p_value(cut.stats)}
             )  # fmt: skip
         if progress is not None:
             progress(n_leaves)
@@ -248,16 +254,16 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
         stats = splitter.rule_test(node.id, data, node.rule)
     if in_low_density and is_significant(stats, rules.test) or not (valid or rules.merge):
         node.stats.update(stats)
-        record.update(action="kept", p_value=node.stats.get("p_value"))
+        record.update(action="kept", **_p_value(node.stats))
     elif valid:
         node.set_rule(splitter.method, found.rule, found.params, found.stats)
         node.changed = tree.update
-        record.update(action="re-pursued", p_value=found.stats.get("p_value"))
+        record.update(action="re-pursued", **_p_value(found.stats))
         current = node.rule.side(X)
     else:  # neither the current rule nor a re-pursued one is a valid (significant) split: merge it back
         _resize(tree, node, X, w)  # the id kept is that of the now largest leaf
         tree.prune(node)
-        record.update(action="merged", label=node.label, p_value=stats.get("p_value"))
+        record.update(action="merged", label=node.label, **_p_value(stats))
         report.append(record)
         leaves[node.id] = data
         return
