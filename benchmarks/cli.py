@@ -1,4 +1,4 @@
-"""CLI benchmark (issue 21, Acceptance): the whole ``lowdens`` command, a baseline commit beside the new code.
+"""CLI benchmark (issue 21, Acceptance; issue 35, item 6): the whole ``lowdens`` command, a baseline commit beside the new code.
 
 Two programs, each a ``lowdens`` console script (``--baseline-bin``, ``--new-bin``): the baseline is a normal
 install of an earlier commit in a venv of its own, the new one this checkout. Every command runs in a
@@ -21,9 +21,58 @@ Sections (``--only``):
   ``.npy``, a directory that is not a zarr store, an empty CSV, and a header-less CSV written by
   ``np.savetxt`` (200,000 rows; the rows each program read, from ``lowdens runs show RUN``).
 
+- ``startup`` (issue 35, item 6: the CLI's fixed cost, each case against its goal; on an idle machine, whole
+  command, warm, median of 5): X.csv is the first 5,000 rows of the bundled pendigits data set
+  (``np.savetxt``, comma-separated, no header) and X-labels.csv its 5,000 labels, one integer per line (named
+  ``.csv`` because the baseline refuses a ``.labels`` file, issue 35 item 8); S is a runs store of the
+  program's own holding 5 runs, made untimed before the timed cases by that program's warm-up fit and 4 more
+  fits of X.csv.
+
+  1. ``lowdens fit missing.csv`` (a missing file; expect exit 2, one stderr line): <= 1 s
+  2. ``lowdens fit X.csv --method bogus`` (an unknown method; exit 2): <= 1 s
+  3. ``lowdens fit X.csv --param bogus=1`` (an unknown parameter name; exit 2): <= 1 s
+  4. ``lowdens fit X.csv --param mode=exakt`` (a bad parameter value; exit 2): <= 1 s
+  5. ``lowdens runs list --store S`` (5 runs): <= 1.5 s
+  6. ``lowdens runs show RUN --store S``: <= 1.5 s
+  7. ``lowdens fit X.csv --labels X-labels.csv --store S --run-id <fresh>`` (default settings,
+     ``--n-clusters auto``): <= 3 s
+  8. ``lowdens demo --out DIR --store DIR`` (the ``demo`` section's case, fresh folders per run, after one
+     untimed demo): <= 15 s
+  9. ``lowdens plot RUN --store S --out DIR`` of the run that case 7 made in the same repetition (5,000 rows,
+     coloured by its true labels), into a fresh folder: <= 8 s
+
+  A case meets its goal when the new program's median is at most the goal and every run ended as expected
+  (exit 2 and one stderr line for cases 1-4, exit 0 for the others); the baseline is judged the same way.
+
+  For this section the programs are, by default, two wrappers that run the same venv's Python the same way
+  (``--make-wrappers`` writes them, and the worktree if it is missing):
+
+  - baseline, ``/tmp/lowdens-baseline/lowdens``: the commit before issue 35 (``--baseline-commit``, default
+    e908172) from the git worktree ``/tmp/wt_base``, not installed anywhere::
+
+        #!/bin/sh
+        PYTHONPATH=/tmp/wt_base:/tmp/wt_basepath exec /work/main/.venv/bin/python \
+            -c 'from lowdens_pipelines.cli import run; run()' "$@"
+
+    where ``/tmp/wt_basepath/lowdens_pipelines`` is a symbolic link to ``/tmp/wt_base/pipelines`` (the
+    folder that the install names ``lowdens_pipelines``); PYTHONPATH comes before the editable install's
+    finder, so both ``lowdens_dask`` and ``lowdens_pipelines`` are the worktree's.
+  - new, ``/tmp/lowdens-new/lowdens``: the same line without PYTHONPATH, so the editable install of this
+    checkout (``/work/main``).
+
+  Before timing, the script imports both packages as each wrapper would and records where they came from.
+
     python benchmarks/cli.py [--baseline-bin BIN] [--new-bin BIN] [--baseline-commit REV] [--repeats 3]
                              [--sizes 200000,2000000,20000000] [--only fit,demo,bad] [--timeout 900]
                              [--data-dir DIR] [--keep-data] [--out benchmarks/results/cli.md]
+
+    python benchmarks/cli.py --only startup --make-wrappers   # issue 35, item 6: medians of 5, baseline
+                                                              # e908172, to benchmarks/results/cli-startup.md
+
+Defaults that depend on the sections: with ``startup`` among them, ``--baseline-bin`` and ``--new-bin`` are
+the two wrappers, ``--baseline-commit`` e908172, ``--repeats`` 5 and ``--out``
+benchmarks/results/cli-startup.md (issue 21's cli.md is kept); otherwise ``/work/old-venv/bin/lowdens``,
+``/work/venv/bin/lowdens``, f0c0cdc, 3 and benchmarks/results/cli.md, as for issue 21.
 """
 
 import argparse
@@ -47,8 +96,20 @@ K, D = 5, 10
 ZARR_CHUNK = 250_000
 GEN_CHUNK = 250_000
 BASE_ROWS = 200_000  # warm-up fit, the bad-value cases' input, the CSV case
-SECTIONS = ("fit", "demo", "bad")
+SECTIONS = ("fit", "demo", "bad", "startup")
+ISSUE21_SECTIONS = ("fit", "demo", "bad")
 TARGET_BAD = "<= 5 s, exit 2, 1 stderr line"
+DEMO_ARGS = ["demo", "--out", "{scratch}/out", "--store", "{scratch}/runs"]
+
+# The startup section (issue 35, item 6).
+STARTUP_ROWS = 5_000
+STARTUP_SEED_RUNS = 5  # runs in the store S before the timed cases (the warm-up fit and 4 more)
+STARTUP_BASELINE = "e908172"  # the commit before issue 35
+WORKTREE = Path("/tmp/wt_base")
+WORKTREE_PATH = Path("/tmp/wt_basepath")  # holds lowdens_pipelines -> WORKTREE/pipelines
+BASELINE_WRAPPER = Path("/tmp/lowdens-baseline/lowdens")
+NEW_WRAPPER = Path("/tmp/lowdens-new/lowdens")
+CLI_CALL = "from lowdens_pipelines.cli import run; run()"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -117,6 +178,73 @@ def bad_inputs(data: Path) -> dict:
     return paths
 
 
+def startup_inputs(data: Path) -> dict:
+    """The startup section's files: X.csv (the first 5,000 pendigits rows, ``np.savetxt``, comma-separated, no
+    header), X-labels.csv (their labels, one integer per line) and the path of a file that does not exist."""
+    from lowdens_dask.datasets import load_dataset
+
+    X, y = load_dataset("pendigits")
+    paths = {"X": data / "X.csv", "labels": data / "X-labels.csv", "missing": data / "missing.csv"}
+    np.savetxt(paths["X"], X[:STARTUP_ROWS], delimiter=",")
+    np.savetxt(paths["labels"], np.asarray(y[:STARTUP_ROWS]).astype(int), fmt="%d")
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the programs of the startup section: wrappers that run the baseline worktree and this checkout alike
+
+
+def venv_python() -> Path:
+    return REPO_ROOT / ".venv" / "bin" / "python"
+
+
+def wrapper_text(pythonpath: str | None) -> str:
+    env = f"PYTHONPATH={pythonpath} " if pythonpath else ""
+    return f"#!/bin/sh\n{env}exec {venv_python()} -c '{CLI_CALL}' \"$@\"\n"
+
+
+def make_wrappers(commit: str) -> None:
+    """The worktree of ``commit`` at WORKTREE (added when missing; an existing one must be at that commit), the
+    link that names its pipelines/ ``lowdens_pipelines``, and the two wrappers."""
+    if not WORKTREE.exists():
+        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "--detach", str(WORKTREE), commit],
+                       check=True)
+    at = subprocess.run(["git", "-C", str(WORKTREE), "rev-parse", "HEAD"], capture_output=True, text=True,
+                        check=True).stdout.strip()
+    want = git("rev-parse", f"{commit}^{{commit}}")
+    if at != want:
+        raise SystemExit(f"{WORKTREE} is a checkout of {at[:12]}, not of {commit} ({want[:12]}); move it away "
+                         "or pass --baseline-bin and --new-bin")
+    WORKTREE_PATH.mkdir(parents=True, exist_ok=True)
+    link = WORKTREE_PATH / "lowdens_pipelines"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(WORKTREE / "pipelines")
+    for path, pythonpath in ((BASELINE_WRAPPER, f"{WORKTREE}:{WORKTREE_PATH}"), (NEW_WRAPPER, None)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(wrapper_text(pythonpath))
+        path.chmod(0o755)
+        log(f"wrote {path}")
+
+
+def wrapper_imports(bin_: str) -> str:
+    """Where ``lowdens_pipelines`` and ``lowdens_dask`` come from when imported as the wrapper ``bin_`` would
+    (its own line, with the ``run()`` call replaced by a print), or why that cannot be told."""
+    try:
+        text = Path(bin_).read_text()
+    except (OSError, UnicodeDecodeError):
+        return "not checked (not a wrapper script)"
+    if CLI_CALL not in text:
+        return "not checked (not a wrapper of this script's form)"
+    probe = "import lowdens_pipelines, lowdens_dask; print(lowdens_pipelines.__file__, lowdens_dask.__file__)"
+    done = subprocess.run(["sh", "-c", text.replace(CLI_CALL, probe)], capture_output=True, text=True, cwd="/", check=False,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if done.returncode != 0:
+        return f"import failed: {_tail(done.stderr)}"
+    pipelines, dask = done.stdout.split()
+    return f"lowdens_pipelines from {os.path.realpath(pipelines)}, lowdens_dask from {dask}"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # running the programs
 
@@ -157,8 +285,13 @@ class Program:
     def store(self) -> Path:
         return self.work / "runs"
 
+    @property
+    def startup_store(self) -> Path:
+        """S of the startup section: its own store, so that the runs of the other sections do not land in it."""
+        return self.work / "startup-runs"
+
     def env(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+        env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PYTHONPATH")}
         env["PREFECT_HOME"] = str(self.home)
         return env
 
@@ -222,11 +355,17 @@ class Case:
     target: str = ""
     results: dict = field(default_factory=lambda: {"baseline": [], "new": []})
     rows_read: dict = field(default_factory=dict)
+    goal: float | None = None  # the startup section: seconds, the median's goal
+    expect_rc: int = 0  # the startup section: the exit status every run should have
+    expect_lines: int | None = None  # the startup section: stderr lines every run should have (None: any)
 
 
-def fill(args: list, program: Program, run_id: str) -> list[str]:
+def fill(args: list, program: Program, run_id: str, rep: int = 0) -> list[str]:
+    """``args`` with "{store}", "{startup_store}", "{run_id}", "{scratch}" (a fresh folder per run) and "{rep}"
+    (the repetition, from 0) filled in."""
     scratch = program.work / run_id
-    return [str(a).format(store=program.store, run_id=run_id, scratch=scratch) for a in args]
+    return [str(a).format(store=program.store, startup_store=program.startup_store, run_id=run_id,
+                          scratch=scratch, rep=rep) for a in args]
 
 
 def fit_args(path, *extra) -> list:
@@ -240,7 +379,7 @@ def measure(case: Case, programs: list[Program], repeats: int, timeout: float) -
             if any(r.timed_out for r in done):
                 continue
             run_id = f"{case.key}-r{i}"
-            result = program.run(fill(case.args, program, run_id), timeout)
+            result = program.run(fill(case.args, program, run_id, i), timeout)
             done.append(result)
             status = "timeout" if result.timed_out else f"exit {result.rc}"
             log(f"[{case.key}] {program.label} run {i + 1}: {result.seconds:.1f} s, {status}, "
@@ -261,9 +400,9 @@ def rows_read(program: Program, run_id: str, result: Result) -> dict:
     return {"recorded": recorded, "said": int(said.group(1).replace(",", "")) if said else None}
 
 
-def warm_up(programs: list[Program], label: str, args: list, timeout: float) -> None:
+def warm_up(programs: list[Program], label: str, args: list, timeout: float, run_id: str | None = None) -> None:
     for program in programs:
-        result = program.run(fill(args, program, f"warmup-{label}"), timeout)
+        result = program.run(fill(args, program, run_id or f"warmup-{label}"), timeout)
         program.warmups[label] = result
         status = "timeout" if result.timed_out else f"exit {result.rc}"
         log(f"[warm-up {label}] {program.label}: {result.seconds:.1f} s, {status}")
@@ -351,6 +490,41 @@ def verdict(case: Case, timeout: float) -> str:
     return f"{case.target}: {'met' if ok else 'missed'}"
 
 
+def goal_verdict(case: Case, label: str, timeout: float) -> str:
+    """"met" or "not met", with the median against the goal, and what ended otherwise than expected."""
+    results = case.results[label]
+    if not results:
+        return "-"
+    med = median(results, timeout)
+    fast = med <= case.goal
+    shown = "timeout" if med == float("inf") else f"{med:.2f} s"
+    why = [f"{shown} {'<=' if fast else '>'} {case.goal:g} s"]
+    rcs = {r.rc for r in results}
+    if rcs != {case.expect_rc}:
+        why.append(f"exit {distinct('timeout' if r.timed_out else r.rc for r in results)}, expected {case.expect_rc}")
+    if case.expect_lines is not None and any(r.stderr_lines != case.expect_lines for r in results):
+        why.append(f"{distinct(r.stderr_lines for r in results)} stderr lines, expected {case.expect_lines}")
+    ok = fast and len(why) == 1
+    return f"{'met' if ok else 'not met'} ({'; '.join(why)})"
+
+
+def startup_row(case: Case, timeout: float) -> list:
+    b, n = case.results["baseline"], case.results["new"]
+    mb, mn = median(b, timeout), median(n, timeout)
+    return [
+        case.title,
+        f"<= {case.goal:g}",
+        show_seconds(mb, timeout),
+        show_seconds(mn, timeout),
+        show_ratio(mb, mn, timeout),
+        f"{statuses(b)} / {statuses(n)}",
+        f"{distinct(r.stderr_lines for r in b)} / {distinct(r.stderr_lines for r in n)}",
+        goal_verdict(case, "baseline", timeout),
+        goal_verdict(case, "new", timeout),
+        f"{runs_list(b)} / {runs_list(n)}",
+    ]
+
+
 def timing_row(case: Case, timeout: float) -> list:
     b, n = case.results["baseline"], case.results["new"]
     mb, mn = median(b, timeout), median(n, timeout)
@@ -370,31 +544,36 @@ def failures(cases: list[Case]) -> list[str]:
     for case in cases:
         for label, results in case.results.items():
             for r in results:
-                if r.timed_out or r.rc != 0:
+                if r.timed_out or r.rc != case.expect_rc:
                     what = "timed out" if r.timed_out else f"exit {r.rc}"
                     notes.append(f"- {case.title}, {label}: {what}; last stderr line {cell(_tail(r.stderr))}")
                     break
     return notes
 
 
-def report(args, programs: list[Program], cases: list[Case], started_load, finished_load) -> str:
-    baseline, new = programs
+def report(args, programs: list[Program], cases: list[Case], started_load, finished_load, sections=ISSUE21_SECTIONS,
+           imports=None, startup_paths=None) -> str:
     timeout = args.timeout
+    imports = imports or {}
     head = ["case", "baseline median (s)", "new median (s)", "ratio baseline/new", "exit status baseline / new",
             "target (new)", "runs (s): baseline / new"]
     body = [
         "## Programs and environment",
         "",
-        f"- baseline: commit {baseline.commit}, `{baseline.bin}`",
-        f"- new: commit {new.commit}, `{new.bin}`",
+        *(
+            f"- {p.label}: commit {p.commit}, `{p.bin}`"
+            + (f"; imports: {imports[p.label]}" if p.label in imports else "")
+            for p in programs
+        ),
+        *wrapper_lines(programs),
         "- Each command is the whole `lowdens` process (imports, checks, any Prefect server or Dask cluster it "
         "starts, teardown), timed with `time.perf_counter` around the subprocess (started, waited for, its output read); PREFECT_API_URL "
         "is not in its environment; PREFECT_HOME is a folder made fresh for each program, created by that "
         "program's untimed warm-up fit and reused for all its later commands (so each timed command is at least "
         "the second in a fresh PREFECT_HOME, with the numba cache warm).",
         f"- Runs interleaved baseline, new, baseline, new, ...; medians of {args.repeats}; timeout {timeout:.0f} s "
-        "per command (after a timeout that program's further runs of the case are skipped). Every fit has "
-        "`--store` (one per program) and a fresh `--run-id`.",
+        "per command (after a timeout that program's further runs of the case are skipped). Every fit that "
+        "succeeds has `--store` (one per program) and a fresh `--run-id`.",
         "- Warm-up (untimed in the tables; the first command in the fresh PREFECT_HOME): "
         + "; ".join(
             f"{p.label} " + ", ".join(
@@ -480,10 +659,69 @@ def report(args, programs: list[Program], cases: list[Case], started_load, finis
                 f"- new: {said('new')}",
                 "",
             ]
-    notes = failures(fit_cases + demo_cases)
+    startup_cases = [c for c in cases if c.section == "startup" or (c.key == "demo" and "startup" in sections)]
+    if startup_cases:
+        sp = startup_paths or {}
+        body += [
+            "## Issue 35, item 6: the CLI's fixed cost, against the goals",
+            "",
+            "Goals: on an idle machine, the whole command, warm, median of 5. A goal is met when the median is at "
+            "most the goal and every run ended as expected (exit 2 and one stderr line for a bad request, exit 0 "
+            "otherwise). Each program made its store S untimed before the timed cases: its warm-up fit (the first "
+            f"command in its fresh PREFECT_HOME, warming the numba cache) and {STARTUP_SEED_RUNS - 1} more fits, "
+            f"all `lowdens fit X.csv --labels X-labels.csv --store S --run-id startup-seed-K`, so S held "
+            f"{STARTUP_SEED_RUNS} runs for `runs list` and `runs show`.",
+            "",
+            f"- X.csv: the first {STARTUP_ROWS:,} rows of the bundled pendigits data set (16 columns), written by "
+            "`np.savetxt(path, X, delimiter=\",\")` (no header); X-labels.csv: their labels, one integer per line "
+            "(named `.csv` rather than `.labels` because the baseline refuses a `.labels` file, issue 35 item 8).",
+            "- S: the program's own runs store; RUN in `runs show`: `startup-seed-0`; RUN in `plot`: the run that "
+            "the fit case made in the same repetition (`startup-fit-rI`), so each plot is the first of its run.",
+            "- DIR: a folder that does not exist yet, one per run.",
+            "- Where they were: " + "; ".join(f"{name} `{path}`" for name, path in sp.items()) + ".",
+            "",
+            markdown_table(
+                ["command", "goal (s)", "baseline median (s)", "new median (s)", "ratio baseline/new",
+                 "exit status baseline / new", "stderr lines baseline / new", "baseline against the goal",
+                 "new against the goal", "runs (s): baseline / new"],
+                [startup_row(c, timeout) for c in startup_cases],
+            ),
+            "",
+            "What each bad request printed on stderr (its last run; of a long output, the last line starting "
+            "`lowdens:`, else the last line):",
+            "",
+            markdown_table(
+                ["command", "baseline", "new"],
+                [
+                    [c.title] + [cell(message(c.results[p.label][-1].stderr)) if c.results[p.label] else "-"
+                                 for p in programs]
+                    for c in startup_cases if c.expect_rc == 2
+                ],
+            ),
+            "",
+        ]
+    notes = failures(fit_cases + demo_cases + [c for c in startup_cases if c not in demo_cases])
     if notes:
-        body += ["## Failed or timed-out fits and demos", "", *notes, ""]
+        body += ["## Runs that failed, timed out or ended otherwise than expected", "", *notes, ""]
     return "\n".join(body)
+
+
+def wrapper_lines(programs: list[Program]) -> list[str]:
+    """The report's account of the two wrappers, when the programs are this script's wrappers."""
+    lines = []
+    for p in programs:
+        try:
+            text = Path(p.bin).read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if CLI_CALL in text:
+            script = " ⏎ ".join(line for line in text.splitlines() if line.strip())
+            lines.append(f"- `{p.bin}` is the shell script {cell(script, 1000)}")
+    if lines and any(Path(p.bin) == BASELINE_WRAPPER for p in programs):
+        lines.append(f"- {WORKTREE} is a git worktree of the baseline commit (not installed anywhere); "
+                     f"{WORKTREE_PATH}/lowdens_pipelines links to {WORKTREE}/pipelines. Both wrappers run the same "
+                     "venv's Python the same way; without PYTHONPATH it imports this checkout (editable install).")
+    return lines
 
 
 def _remove(path: Path) -> None:
@@ -525,9 +763,12 @@ def build_cases(sections, sizes, data: Path) -> list[Case]:
                 target = "<= 6 s" if (kind == "npy" and n == BASE_ROWS) else ""
                 cases.append(Case("fit", f"fit-{kind}-{n}", f"{n:,} rows, {kind}", fit_args(path, "--n-clusters", "5"),
                                   target))
+    demo = None
+    if "demo" in sections or "startup" in sections:  # one demo case, in the startup section's table too
+        demo = Case("demo" if "demo" in sections else "startup", "demo", "`lowdens demo --out DIR --store DIR`",
+                    DEMO_ARGS, "<= 15 s", goal=15.0)
     if "demo" in sections:
-        cases.append(Case("demo", "demo", "`lowdens demo`",
-                          ["demo", "--out", "{scratch}/out", "--store", "{scratch}/runs"], "<= 15 s"))
+        cases.append(demo)
     if "bad" in sections:
         p = {
             "base": data / f"X-{BASE_ROWS}.npy", "nan": data / "nan-rows.npy", "small": data / "rows-20.npy",
@@ -552,37 +793,103 @@ def build_cases(sections, sizes, data: Path) -> list[Case]:
             Case("bad", "csv", f"CSV by `np.savetxt`, {BASE_ROWS:,} × {D}, `--n-clusters 5`",
                  fit_args(p["csv"], "--n-clusters", "5"), f"all {BASE_ROWS:,} rows read"),
         ]
+    if "startup" in sections:
+        x, labels, missing = data / "X.csv", data / "X-labels.csv", data / "missing.csv"
+        s = "{startup_store}"
+        bad = {"expect_rc": 2, "expect_lines": 1, "goal": 1.0}
+        cases += [
+            Case("startup", "startup-missing", "`lowdens fit missing.csv`", ["fit", missing], **bad),
+            Case("startup", "startup-method", "`lowdens fit X.csv --method bogus`", ["fit", x, "--method", "bogus"],
+                 **bad),
+            Case("startup", "startup-param-name", "`lowdens fit X.csv --param bogus=1`",
+                 ["fit", x, "--param", "bogus=1"], **bad),
+            Case("startup", "startup-param-value", "`lowdens fit X.csv --param mode=exakt`",
+                 ["fit", x, "--param", "mode=exakt"], **bad),
+            Case("startup", "startup-runs-list", f"`lowdens runs list --store S` ({STARTUP_SEED_RUNS} runs)",
+                 ["runs", "list", "--store", s], goal=1.5),
+            Case("startup", "startup-runs-show", "`lowdens runs show RUN --store S`",
+                 ["runs", "show", "startup-seed-0", "--store", s], goal=1.5),
+            Case("startup", "startup-fit",
+                 f"`lowdens fit X.csv --labels X-labels.csv --store S --run-id <fresh>` ({STARTUP_ROWS:,} rows)",
+                 startup_fit_args(x, labels, "{run_id}"), goal=3.0),
+            *([] if "demo" in sections else [demo]),
+            Case("startup", "startup-plot", f"`lowdens plot RUN --store S --out DIR` ({STARTUP_ROWS:,}-row run)",
+                 ["plot", "startup-fit-r{rep}", "--store", s, "--out", "{scratch}/plots"], goal=8.0),
+        ]
     return cases
 
 
+def startup_fit_args(x: Path, labels: Path, run_id: str) -> list:
+    return ["fit", x, "--labels", labels, "--store", "{startup_store}", "--run-id", run_id]
+
+
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a default unless it is None (a default that depends on the sections, which the help describes)."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--baseline-bin", default="/work/old-venv/bin/lowdens",
-                        help="the baseline commit's lowdens (a normal install in a venv of its own)")
-    parser.add_argument("--baseline-commit", default="f0c0cdc", help="the commit the baseline was installed from")
-    parser.add_argument("--new-bin", default="/work/venv/bin/lowdens",
-                        help="the new program's lowdens (an install of this checkout)")
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per program and case (median reported)")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=_Defaults)
+    parser.add_argument("--baseline-bin", default=None,
+                        help=f"the baseline commit's lowdens (default: {BASELINE_WRAPPER} with the startup section, "
+                             "else /work/old-venv/bin/lowdens, a normal install in a venv of its own)")
+    parser.add_argument("--baseline-commit", default=None,
+                        help=f"the baseline's commit (default: {STARTUP_BASELINE} with the startup section, else "
+                             "f0c0cdc)")
+    parser.add_argument("--new-bin", default=None,
+                        help=f"the new program's lowdens (default: {NEW_WRAPPER} with the startup section, else "
+                             "/work/venv/bin/lowdens, an install of this checkout)")
+    parser.add_argument("--make-wrappers", action="store_true",
+                        help=f"first write {BASELINE_WRAPPER} (the baseline commit from the git worktree {WORKTREE}, "
+                             f"added when missing) and {NEW_WRAPPER} (this checkout), both running {venv_python()}")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs per program and case, the median reported (default: 5 with the startup "
+                             "section, else 3)")
     parser.add_argument("--sizes", default=f"{BASE_ROWS},2000000,20000000",
                         help="rows of the fit inputs, comma-separated (1e6 style accepted)")
-    parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run, comma-separated: fit, demo, bad")
+    parser.add_argument("--only", default=",".join(ISSUE21_SECTIONS),
+                        help=f"sections to run, comma-separated: {', '.join(SECTIONS)}")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per command")
     parser.add_argument("--data-dir", default=None,
                         help="where a temporary folder for the generated inputs, the PREFECT_HOMEs and the runs "
                              "stores is made (default: the system's temporary directory); removed at the end")
     parser.add_argument("--keep-data", action="store_true", help="keep that folder (its path is printed)")
-    parser.add_argument("--out", default=str(RESULTS_DIR / "cli.md"), help="the markdown report")
+    parser.add_argument("--out", default=None,
+                        help="the markdown report (default: benchmarks/results/cli-startup.md with the startup "
+                             "section, else benchmarks/results/cli.md)")
     args = parser.parse_args(argv)
 
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = set(sections) - set(SECTIONS)
     if unknown:
         parser.error(f"--only: unknown section(s) {', '.join(sorted(unknown))}; choose from {', '.join(SECTIONS)}")
+    startup = "startup" in sections
+    if args.baseline_bin is None:
+        args.baseline_bin = str(BASELINE_WRAPPER) if startup else "/work/old-venv/bin/lowdens"
+    if args.new_bin is None:
+        args.new_bin = str(NEW_WRAPPER) if startup else "/work/venv/bin/lowdens"
+    if args.baseline_commit is None:
+        args.baseline_commit = STARTUP_BASELINE if startup else "f0c0cdc"
+    if args.repeats is None:
+        args.repeats = 5 if startup else 3
+    if args.out is None:
+        args.out = str(RESULTS_DIR / ("cli-startup.md" if startup else "cli.md"))
+    if args.make_wrappers:
+        make_wrappers(args.baseline_commit)
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     for bin_ in (args.baseline_bin, args.new_bin):
         if not os.access(bin_, os.X_OK):
-            parser.error(f"{bin_} is not an executable")
+            hint = " (--make-wrappers writes it)" if Path(bin_) in (BASELINE_WRAPPER, NEW_WRAPPER) else ""
+            parser.error(f"{bin_} is not an executable{hint}")
+    imports = {"baseline": wrapper_imports(args.baseline_bin), "new": wrapper_imports(args.new_bin)}
+    for label, where in imports.items():
+        log(f"{label}: {where}")
+    if Path(args.baseline_bin) == BASELINE_WRAPPER and str(WORKTREE) not in imports["baseline"]:
+        parser.error(f"{BASELINE_WRAPPER} does not import from {WORKTREE}: {imports['baseline']}")
+    if Path(args.new_bin) == NEW_WRAPPER and str(REPO_ROOT) not in imports["new"]:
+        parser.error(f"{NEW_WRAPPER} does not import this checkout ({REPO_ROOT}): {imports['new']}")
 
     if args.data_dir:
         Path(args.data_dir).mkdir(parents=True, exist_ok=True)
@@ -598,15 +905,24 @@ def main(argv=None):
         program.home.mkdir()  # fresh, once per program
     log(f"working in {root}")
     started_load = os.getloadavg()
+    startup_paths = None
     try:
-        base = generate(data, BASE_ROWS, zarr_too="fit" in sections)
-        if "bad" in sections:
-            bad_inputs(data)
-        warm_up(programs, "npy-fit", fit_args(base["npy"], "--n-clusters", "5"), args.timeout)
-        if "fit" in sections:
-            warm_up(programs, "zarr-fit", fit_args(base["zarr"], "--n-clusters", "5"), args.timeout)
-        if "demo" in sections:
-            warm_up(programs, "demo", ["demo", "--out", "{scratch}/out", "--store", "{scratch}/runs"], args.timeout)
+        if set(sections) & set(ISSUE21_SECTIONS):
+            base = generate(data, BASE_ROWS, zarr_too="fit" in sections)
+            if "bad" in sections:
+                bad_inputs(data)
+            warm_up(programs, "npy-fit", fit_args(base["npy"], "--n-clusters", "5"), args.timeout)
+            if "fit" in sections:
+                warm_up(programs, "zarr-fit", fit_args(base["zarr"], "--n-clusters", "5"), args.timeout)
+        if startup:
+            paths = startup_inputs(data)
+            startup_paths = {"X.csv": paths["X"], "X-labels.csv": paths["labels"], "missing.csv": paths["missing"],
+                             "S": " and ".join(f"{p.startup_store}" for p in programs)}
+            for k in range(STARTUP_SEED_RUNS):  # the warm-up fit first, then the rest of S's runs
+                warm_up(programs, "startup-fit" if k == 0 else f"seed fit {k}",
+                        startup_fit_args(paths["X"], paths["labels"], f"startup-seed-{k}"), args.timeout)
+        if "demo" in sections or startup:
+            warm_up(programs, "demo", DEMO_ARGS, args.timeout)
         cases = build_cases(sections, sizes, data)
         for case in cases:
             if case.section == "fit":
@@ -622,8 +938,11 @@ def main(argv=None):
         else:
             shutil.rmtree(root, ignore_errors=True)
 
-    title = "CLI benchmark: `lowdens` end to end, baseline against new (issue 21)"
-    path = write_markdown(args.out, title, command_line(), report(args, programs, cases, started_load, finished_load))
+    issues = ("issue 21" if set(sections) & set(ISSUE21_SECTIONS) else "") + \
+        (" and " if startup and set(sections) & set(ISSUE21_SECTIONS) else "") + ("issue 35, item 6" if startup else "")
+    title = f"CLI benchmark: `lowdens` end to end, baseline against new ({issues})"
+    body = report(args, programs, cases, started_load, finished_load, sections, imports, startup_paths)
+    path = write_markdown(args.out, title, command_line(), body)
     print(path.read_text())
     log(f"wrote {path}")
 
