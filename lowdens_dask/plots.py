@@ -308,15 +308,21 @@ def plot_tree(tree: ClusterTree, X, *, labels=None, max_points: int = 2000, rand
 
 def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped: dict[str, str]) -> Figure:
     palette = sample.palette
-    nrows, ncols = _grid_shape(len(nodes))
-    fig = Figure(figsize=(4.4 * ncols + (1.6 if palette is not None else 0.0), 3.9 * nrows + 0.6))
-    fig.set_layout_engine("constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    size = 10.0 if sample.rows.shape[0] <= 1000 else 5.0
     changed = set(tree.changed_nodes())
-    for ax, node in zip(axes, nodes):
+    shown = sample.rows.shape[0]
+    title = f"Cluster tree ({tree.method}, {tree.n_leaves} leaves): {shown} of {sample.n_total} rows shown"
+    if tree.update:
+        n_changed = sum(node.id in changed for node in nodes)
+        title += f"\nafter update {tree.update}: {n_changed} of the {len(nodes)} splits changed by it (framed in red)"
+    titles = [_node_title(node, sample.routes[node.id].size, tree.update) for node in nodes]
+    legend_columns = 0 if palette is None else 1 if len(palette.classes) <= 25 else 2
+    fig, axes, legend_at = _tree_grid(
+        len(nodes), max(t.count("\n") + 1 for t in titles), title.count("\n") + 1, legend_columns
+    )
+    size = 10.0 if shown <= 1000 else 5.0
+    for ax, node, panel_title in zip(axes, nodes, titles):
         idx = sample.routes[node.id]
-        ax.set_title(_node_title(node, idx.size, tree.update), fontsize=9)
+        ax.set_title(panel_title, fontsize=9)
         ax.set_gid(f"node-{node.id}")
         ax.tick_params(labelsize=8)
         try:
@@ -325,14 +331,7 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped:
             _unplotted(ax, node, error, skipped, f"tree, panel of node {node.id}")
         if node.id in changed:
             _mark_changed(ax, tree.update)
-    for ax in axes[len(nodes) :]:
-        ax.remove()
-    shown = sample.rows.shape[0]
-    title = f"Cluster tree ({tree.method}, {tree.n_leaves} leaves): {shown} of {sample.n_total} rows shown"
-    if tree.update:
-        n_changed = sum(node.id in changed for node in nodes)
-        title += f"\nafter update {tree.update}: {n_changed} of the {len(nodes)} splits changed by it (framed in red)"
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(title, fontsize=11, y=1.0 - _TREE_FIGURE["pad"] / fig.get_size_inches()[1], va="top")
     kinds = {"hyperplane": "v.x = b", "kernel-expansion": "f(x) = 0"}
     drawn = [text for kind, text in kinds.items() if any(node.rule.kind == kind for node in nodes)]
     line = Line2D([], [], color="black", linestyle="--", label=f"split {' or '.join(drawn)}")
@@ -342,7 +341,7 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped:
             Line2D([], [], linestyle="", marker="o", color=SIDE_COLOURS[1], label="at or above it (child 1)"),
             line,
         ]
-        fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=9, frameon=False)
+        fig.legend(handles=handles, loc="lower center", bbox_to_anchor=legend_at, ncols=3, fontsize=9, frameon=False)
     else:
         handles = [
             Line2D([], [], linestyle="", marker="o", color=c, label=str(k))
@@ -350,14 +349,54 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped:
         ]
         fig.legend(
             handles=[*handles, line],
-            loc="outside right upper",
+            loc="upper left",
+            bbox_to_anchor=legend_at,
             title="true label",
             fontsize=8,
             title_fontsize=9,
-            ncols=1 if len(palette.classes) <= 25 else 2,
+            ncols=legend_columns,
             frameon=False,
         )
     return fig
+
+
+#: The tree figure's fixed layout, in inches: a panel's size; its margins left and below (tick labels and axis
+#: labels) and right; a line of a panel's title (fontsize 9) and of the figure's (11); the room above each; a
+#: column of the labels' legend, and the row of the sides' legend below the panels.
+_TREE_FIGURE = {"panel_width": 4.4, "panel_height": 3.9, "left": 0.7, "bottom": 0.5, "right": 0.45, "title_line": 0.15,
+                "suptitle_line": 0.22, "pad": 0.1, "legend_column": 1.6, "legend_row": 0.4}  # fmt: skip
+
+
+def _tree_grid(n_panels: int, title_lines: int, suptitle_lines: int, legend_columns: int):
+    """The tree figure and its panels' axes, at fixed margins sized for the titles' lines and the legend (a column
+    of the labels on the right, ``legend_columns`` of them; else a row of the sides below): no layout engine is
+    needed (the constrained layout took about a third of the figure's drawing time). Returns the figure, the axes
+    of the panels, and where the legend goes (figure coordinates)."""
+    size = _TREE_FIGURE
+    nrows, ncols = _grid_shape(n_panels)
+    legend_width = size["legend_column"] * legend_columns
+    legend_height = 0.0 if legend_columns else size["legend_row"]
+    above = size["pad"] + size["suptitle_line"] * suptitle_lines  # the figure's title
+    header = size["pad"] + size["title_line"] * title_lines  # each panel's
+    width = ncols * size["panel_width"] + legend_width
+    height = nrows * size["panel_height"] + above + legend_height
+    fig = Figure(figsize=(width, height))
+    cell_width, cell_height = size["panel_width"], size["panel_height"]
+    axes_width = cell_width - size["left"] - size["right"]
+    axes_height = cell_height - size["bottom"] - header
+    grid = fig.add_gridspec(
+        nrows,
+        ncols,
+        left=size["left"] / width,
+        right=(ncols * cell_width - size["right"]) / width,
+        top=1.0 - (above + header) / height,
+        bottom=(legend_height + size["bottom"]) / height,
+        wspace=(size["left"] + size["right"]) / axes_width,
+        hspace=(size["bottom"] + header) / axes_height,
+    )
+    axes = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n_panels)]
+    legend_at = ((ncols * cell_width + 0.05) / width, 1.0 - above / height) if legend_columns else (0.5, 0.0)
+    return fig, axes, legend_at
 
 
 def _mark_changed(ax, update: int) -> None:
@@ -478,30 +517,65 @@ def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
     rows = sample.rows[idx]
     p = rule.coordinate(rows)
     with_labels = sample.palette is not None
-    fig = Figure(figsize=(8.0, 7.2 if with_labels else 4.8))
-    fig.set_layout_engine("constrained")
-    if with_labels:
-        ax, ax_labels = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
-    else:
-        ax, ax_labels = fig.subplots(1, 1), None
+    profile = _profile(tree, node, p, rows) if p.size >= 2 else None
+    note = "too few rows to draw a profile" if profile is None else profile.note
+    title = "\n".join(
+        [_node_title(node, p.size, tree.update, 100), *textwrap.wrap(f"{sampled}; {note}" if note else sampled, 100)]
+    )
+    twin = profile is not None and bool(profile.curves)  # the histogram's own axis, on the right
+    fig = Figure(figsize=(_NODE_FIGURE["width"], 7.2 if with_labels else 4.8))
+    ax, ax_labels, legend_x = _node_axes(fig, title.count("\n") + 1, twin, with_labels)
     ax.set_gid("profile")
-    if p.size < 2:
+    if profile is None:
         ax.text(0.5, 0.5, f"{p.size} sampled row(s) reach this node", transform=ax.transAxes, ha="center")
         _split_line(ax, rule)
-        note = "too few rows to draw a profile"
     else:
-        profile = _profile(tree, node, p, rows)
         _draw_profile(ax, profile, p, rule)
-        note = profile.note
-    title = textwrap.wrap(f"{sampled}; {note}" if note else sampled, 100)
-    ax.set_title("\n".join([_node_title(node, p.size, tree.update, 100), *title]), fontsize=9)
-    # beside the axes, not over them: loc="best" sees none of the histogram drawn on the twin axes, and covered it
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    ax.set_title(title, fontsize=9)
+    # beside the axes and the twin's ticks, not over them: loc="best" sees none of the histogram drawn on the twin
+    # axes, and covered it
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(legend_x, 1.0), borderaxespad=0.0, frameon=False)
     if ax_labels is None:
         ax.set_xlabel(rule.coordinate_label)
     else:
-        _labels_histogram(ax_labels, p, sample, idx, rule)
+        _labels_histogram(ax_labels, p, sample, idx, rule, legend_x)
     return fig
+
+
+#: The node figure's fixed layout, in inches: its width; the margins left of the axes and below them; the room
+#: right of the axes for a twin axis' ticks and label, or without one; the legends' column; the gap between the
+#: profile and the labels histogram; a line of the title (fontsize 9) and the room above it.
+_NODE_FIGURE = {"width": 9.4, "left": 0.8, "bottom": 0.55, "twin": 0.65, "no_twin": 0.1, "legends": 2.85,
+                "gap": 0.5, "title_line": 0.155, "title_pad": 0.15}  # fmt: skip
+
+
+def _node_axes(fig: Figure, title_lines: int, twin: bool, with_labels: bool):
+    """The node figure's axes, the profile's and (``with_labels``) the labels histogram's under it sharing its x
+    axis, at fixed margins sized for the title's lines, the twin axis' ticks and the legends' column: no layout
+    engine is needed (the constrained layout took about a third of the figure's drawing time). Returns the two
+    axes (None for the second without labels) and where the legends start, in the profile axes' x coordinates."""
+    size = _NODE_FIGURE
+    width, height = fig.get_size_inches()
+    right = size["twin"] if twin else size["no_twin"]
+    axes_width = width - size["left"] - right - size["legends"]
+    top = size["title_pad"] + size["title_line"] * title_lines
+    panels = height - top - size["bottom"] - (size["gap"] if with_labels else 0.0)
+    grid = fig.add_gridspec(
+        2 if with_labels else 1,
+        1,
+        height_ratios=(3, 2) if with_labels else None,
+        left=size["left"] / width,
+        right=(size["left"] + axes_width) / width,
+        bottom=size["bottom"] / height,
+        top=1.0 - top / height,
+        hspace=size["gap"] / (panels / 2) if with_labels else 0.0,
+    )
+    ax = fig.add_subplot(grid[0])
+    ax_labels = None
+    if with_labels:
+        ax_labels = fig.add_subplot(grid[1], sharex=ax)
+        ax.tick_params(labelbottom=False)
+    return ax, ax_labels, 1.0 + (right + 0.05) / axes_width
 
 
 def _profile(tree: ClusterTree, node: Node, p: np.ndarray, rows: np.ndarray) -> Profile:
@@ -580,8 +654,9 @@ def _stacked_histogram(ax, groups, bins, colours, *, labels=None, gids=None, alp
         base = top
 
 
-def _labels_histogram(ax, p: np.ndarray, sample: _Sample, idx: np.ndarray, rule) -> None:
-    """The coordinate stacked by true label, in the run's colours (the bars of class c have gid ``label-<c>``)."""
+def _labels_histogram(ax, p: np.ndarray, sample: _Sample, idx: np.ndarray, rule, legend_x: float = 1.01) -> None:
+    """The coordinate stacked by true label, in the run's colours (the bars of class c have gid ``label-<c>``), the
+    legend at ``legend_x`` (axes coordinates)."""
     ax.set_gid("labels")
     codes, palette = sample.codes[idx], sample.palette
     present = np.unique(codes)
@@ -598,7 +673,7 @@ def _labels_histogram(ax, p: np.ndarray, sample: _Sample, idx: np.ndarray, rule)
         fontsize=7,
         title_fontsize=8,
         loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
+        bbox_to_anchor=(legend_x, 1.0),
         ncols=1 if len(present) <= 15 else 2,
         frameon=False,
     )

@@ -49,7 +49,9 @@ def _test(node) -> dict:
     """A node's dip test (n_clusters="auto"), or nothing."""
     if "dip" not in node.stats:
         return {}
-    return {key: _finite_or_none(node.stats[key]) for key in ("dip", "p_value", "n_test", "p_floor") if key in node.stats}
+    return {
+        key: _finite_or_none(node.stats[key]) for key in ("dip", "p_value", "n_test", "p_floor") if key in node.stats
+    }
 
 
 def label_metrics(labels, true_labels=None) -> dict:

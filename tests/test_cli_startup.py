@@ -42,7 +42,9 @@ def _imported(cwd, *argv: str) -> tuple[int, str, set[str]]:
         f"heavy = sorted({{name.partition('.')[0] for name in sys.modules}} & set({HEAVY!r}))\n"
         "print(json.dumps([status, heavy]), file=sys.__stdout__)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
     status, heavy = json.loads(done.stdout.strip().splitlines()[-1])
     return status, done.stderr, set(heavy)
 
@@ -82,4 +84,3 @@ def test_runs_list_and_show_read_json_only(store, argv):
     status, err, heavy = _imported(store, *argv, "--store", "runs")
     assert status == 0, err
     assert not heavy, f"lowdens {' '.join(argv)} imported {sorted(heavy)}"
-

@@ -14,9 +14,9 @@ import dask.array as da
 import numpy as np
 import pytest
 from matplotlib.collections import PathCollection
-from matplotlib.patches import StepPatch
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
+from matplotlib.patches import StepPatch
 from tolerances import assert_within, rows_atol, sum_rtol
 
 import lowdens_dask
@@ -375,6 +375,34 @@ def test_plot_node_histograms(trees, dermatology, method):
             (gap,) = [patch for patch in ax.patches if patch.get_gid() == "gap"]
             lo, hi = span_x(gap)
             assert hi - lo == pytest.approx(node.stats["gap"]) and lo < node.b < hi
+
+
+@pytest.mark.parametrize("with_labels", [True, False])
+def test_the_figures_have_a_fixed_layout_and_nothing_leaves_them_or_covers_the_twin_axis(
+    trees, dermatology, with_labels
+):
+    """Issue 35, item 6: the node and tree figures are laid out at fixed margins (the constrained layout took about a
+    third of their drawing time), and item 8: the node figure's legend no longer covers the histogram's axis (its
+    tick labels and "rows", which the legend beside the profile overlapped)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    X, y = dermatology
+    tree = trees["mdh"]
+    labels = y if with_labels else None
+    for fig in (plot_node(tree, 0, X, labels=labels), plot_tree(tree, X, labels=labels)):
+        assert fig.get_layout_engine() is None
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        inside = fig.bbox.padded(1.0)  # a pixel's rounding
+        legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend() is not None)]
+        titles = [ax.title for ax in fig.axes if ax.get_title()]
+        for artist in [*legends, *titles, *(fig.texts)]:
+            box = artist.get_window_extent(renderer)
+            assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1, artist
+    fig = plot_node(tree, 0, X, labels=labels)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    (twin,) = [ax for ax in fig.axes if ax.get_gid() == "histogram"]
+    legend = profile_axes(fig).get_legend()
+    assert twin.get_tightbbox(renderer).x1 <= legend.get_window_extent(renderer).x0
 
 
 def test_plot_node_with_labels_adds_a_stacked_histogram(trees, dermatology):

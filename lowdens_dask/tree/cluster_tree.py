@@ -505,7 +505,9 @@ class ClusterTree:
             if node.is_leaf:
                 test = ""
                 if "dip" in node.stats:  # n_clusters="auto": its would-be split was not significant
-                    test = f"; its best split not significant: dip {node.stats['dip']:.4g}, {format_p_value(node.stats)}"
+                    test = (
+                        f"; its best split not significant: dip {node.stats['dip']:.4g}, {format_p_value(node.stats)}"
+                    )
                 lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit{test})")
             else:
                 stats = ", ".join(
