@@ -698,7 +698,10 @@ def _plot(args) -> int:
         except (OSError, ValueError) as exc:
             _say(f"the run's true labels cannot be read ({exc}); the rows are coloured by side")
     out = Path(args.out or Path("lowdens-plots") / args.run)
-    written = _save_plots(run, X, labels, out, args.max_points)
+    import dask
+
+    with dask.config.set(scheduler="threads"):  # the sample is read here (naming it spares importing distributed)
+        written = _save_plots(run, X, labels, out, args.max_points)
     for name in sorted(written):
         print(written[name])
     return 0
