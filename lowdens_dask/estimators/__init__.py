@@ -1,17 +1,23 @@
 """scikit-learn compatible estimators, and the registry of methods by name."""
 
-from ._params import auto_mode_rule
-from ._summary_pass import build_summary
-from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
-from .mdh import MDH
-from .msc import MSC, MSCClustering
-from .ncut import NCutClustering, NCutH
-from .projection import MCProjection, MDHProjection, NCutProjection
-from .registry import METHODS, Method, check_params, get_method
-from .semi_supervised import MDHClassifier
-from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
-from .svm import SupportVectorClustering, SVMRelabelClustering
-from .variance_ratio import MCH, MCClustering
+import importlib
+
+#: public name -> the module of this package that defines it, imported on first use (PEP 562): a fit of one method
+#: imports that method's module, not every estimator's
+_DEFINED = {
+    "auto_mode_rule": "_params",
+    "build_summary": "_summary_pass",
+    **dict.fromkeys(("IPDDP", "PDDP", "DePDDP", "MDHClustering"), "divisive"),
+    "MDH": "mdh",
+    **dict.fromkeys(("MSC", "MSCClustering"), "msc"),
+    **dict.fromkeys(("NCutClustering", "NCutH"), "ncut"),
+    **dict.fromkeys(("MCProjection", "MDHProjection", "NCutProjection"), "projection"),
+    **dict.fromkeys(("METHODS", "Method", "check_params", "get_method"), "registry"),
+    "MDHClassifier": "semi_supervised",
+    **dict.fromkeys(("LMSC", "SCPP", "LMSCClustering", "SCPPClustering"), "spectral"),
+    **dict.fromkeys(("SupportVectorClustering", "SVMRelabelClustering"), "svm"),
+    **dict.fromkeys(("MCH", "MCClustering"), "variance_ratio"),
+}
 
 __all__ = [
     "auto_mode_rule",
@@ -42,3 +48,16 @@ __all__ = [
     "check_params",
     "get_method",
 ]
+
+
+def __getattr__(name: str):
+    module = _DEFINED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_DEFINED})

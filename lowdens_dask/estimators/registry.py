@@ -5,17 +5,11 @@ estimators. The pipelines' ``--method`` reads it; a new method is one more entry
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 from ._params import check_scale_out_params
-from .divisive import IPDDP, PDDP, DePDDP, MDHClustering
-from .mdh import MDH
-from .msc import MSC, MSCClustering
-from .ncut import NCutClustering, NCutH
-from .projection import MCProjection, MDHProjection, NCutProjection
-from .spectral import LMSC, SCPP, LMSCClustering, SCPPClustering
-from .svm import SVMRelabelClustering
-from .variance_ratio import MCH, MCClustering
 
 
 class Method(NamedTuple):
@@ -26,21 +20,53 @@ class Method(NamedTuple):
     projection: type | None  #: dimension reduction (``n_components``)
 
 
-#: Methods by name; the names are the projection indices' (``ClusterTree`` nodes record them).
-METHODS: dict[str, Method] = {
-    "mdh": Method(MDHClustering, MDH, MDHProjection),
-    "pddp": Method(PDDP, None, None),
-    "depddp": Method(DePDDP, None, None),
-    "ipddp": Method(IPDDP, None, None),
-    "ncut": Method(NCutClustering, NCutH, NCutProjection),
-    "mc": Method(MCClustering, MCH, MCProjection),
+#: Where each method's estimators are defined (module of this package, class), as :class:`Method` holds them; the
+#: names are the projection indices' (``ClusterTree`` nodes record them).
+_DEFINED: dict[str, tuple[tuple[str, str] | None, ...]] = {
+    "mdh": (("divisive", "MDHClustering"), ("mdh", "MDH"), ("projection", "MDHProjection")),
+    "pddp": (("divisive", "PDDP"), None, None),
+    "depddp": (("divisive", "DePDDP"), None, None),
+    "ipddp": (("divisive", "IPDDP"), None, None),
+    "ncut": (("ncut", "NCutClustering"), ("ncut", "NCutH"), ("projection", "NCutProjection")),
+    "mc": (("variance_ratio", "MCClustering"), ("variance_ratio", "MCH"), ("projection", "MCProjection")),
     # spectral connectivity: their own pursuit over l-dimensional projections of microclusters
-    "scpp": Method(SCPPClustering, SCPP, None),
-    "lmsc": Method(LMSCClustering, LMSC, None),
+    "scpp": (("spectral", "SCPPClustering"), ("spectral", "SCPP"), None),
+    "lmsc": (("spectral", "LMSCClustering"), ("spectral", "LMSC"), None),
     # kernel and distance feature spaces: splits are KernelExpansionRule objects
-    "msc": Method(MSCClustering, MSC, None),
-    "svm-relabel": Method(SVMRelabelClustering, None, None),
+    "msc": (("msc", "MSCClustering"), ("msc", "MSC"), None),
+    "svm-relabel": (("svm", "SVMRelabelClustering"), None, None),
 }
+
+
+class _Methods(Mapping):
+    """The registry, read-only: a method's estimators are imported on first use of that method, so that a fit of
+    one does not import the modules of all (the spectral methods' alone take about half a second)."""
+
+    def __init__(self):
+        self._methods: dict[str, Method] = {}
+
+    def __getitem__(self, name: str) -> Method:
+        if name not in self._methods:
+            self._methods[name] = Method(
+                *(
+                    None if where is None else getattr(importlib.import_module(f"{__package__}.{where[0]}"), where[1])
+                    for where in _DEFINED[name]
+                )
+            )
+        return self._methods[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_DEFINED)
+
+    def __len__(self) -> int:
+        return len(_DEFINED)
+
+    def __repr__(self) -> str:
+        return f"METHODS({', '.join(_DEFINED)})"
+
+
+#: Methods by name (a read-only mapping: name -> :class:`Method`).
+METHODS: Mapping[str, Method] = _Methods()
 
 
 def get_method(name: str) -> Method:
