@@ -688,10 +688,11 @@ def _plot(args) -> int:
         raise ValueError(f"Run {args.run!r} records no input; give the rows with --input.")
     require_exists(source)
     from .inputs import load_labels, open_input
+    from .paths import same_path
 
     X = open_input(source)
     labels = load_labels(args.labels) if args.labels else None
-    if labels is None and source == recorded.get("path"):  # the run's own rows: its true labels, if it had any
+    if labels is None and same_path(source, recorded.get("path")):  # the run's own rows: its true labels, if any
         truth = recorded.get("true_labels", run.attrs.get("params", {}).get("true_labels"))
         try:
             labels = load_labels(truth) if isinstance(truth, str) else truth

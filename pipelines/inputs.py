@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .paths import is_url
+
 if TYPE_CHECKING:  # Dask and the library's backend are imported where rows are read: a path is checked without them
     import dask.array as da
 
@@ -123,13 +125,9 @@ def _one_line(exc: BaseException) -> str:
     return "; ".join(lines) or type(exc).__name__
 
 
-def _is_url(path: str) -> bool:
-    return "://" in path
-
-
 def require_exists(path: str) -> None:
     """A missing local path is a ``FileNotFoundError`` naming it; URLs are left to the reader."""
-    if not _is_url(path) and not os.path.exists(path):
+    if not is_url(path) and not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist.")
 
 
@@ -137,7 +135,7 @@ def _require_local_file(path: str, what: str) -> None:
     """A missing local file is a ``FileNotFoundError``, a directory where a file is expected a ``ValueError``,
     each naming ``path``. URLs are left to the reader."""
     require_exists(path)
-    if not _is_url(path) and os.path.isdir(path):
+    if not is_url(path) and os.path.isdir(path):
         raise ValueError(f"{path} is a directory; expected {what}.")
 
 
@@ -159,7 +157,7 @@ _ZARR_MARKERS = ("zarr.json", ".zarray", ".zgroup", ".zmetadata")
 def _check_zarr_path(path: str, expected: str) -> None:
     """A local path handed to zarr must be a zarr array or group: a missing path is a ``FileNotFoundError``,
     a plain file of another format or a directory without zarr metadata a ``ValueError``; each names it."""
-    if _is_url(path):
+    if is_url(path):
         return
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist.")

@@ -77,7 +77,7 @@ def test_flow_run_logs_reach_the_server(prefect_server, blobs, tmp_path):  # noq
     assert re.search(r"fit: mode: (exact|summary)", info), text
     # each split with its p-value (n_clusters="auto": a dip test at each split; 3 clusters, 2 splits)
     splits = [m for m in messages if m.startswith("split: node ")]
-    assert len(splits) == 2 and all(re.search(r"p = \S+", m) for m in splits), text
+    assert len(splits) == 2 and all(re.search(r"p [=<] \S+", m) for m in splits), text
     # the commit
     assert re.search(rf"committed run logged-1 in {re.escape(store)}", info), text
     # the serving process's terminal: no distributed INFO lines (nor Prefect's INFO lines)
