@@ -283,6 +283,12 @@ def _parser() -> argparse.ArgumentParser:
         "keeping its cluster ids; the first run, and one run in --refit-every, fit afresh",
     )
     serve.add_argument(
+        "--allow-same-input",
+        action="store_true",
+        help="with --incremental: a run whose input holds the same rows as the run it updates, or a run before that "
+        "in its line (the nightly file not replaced), adds them again instead of failing",
+    )
+    serve.add_argument(
         "--refit-every",
         type=_positive_int,
         default=None,
@@ -364,8 +370,9 @@ class _Request:
         self.update_from = getattr(args, "update_from", None)
         self.replace, self.force = getattr(args, "replace", False), getattr(args, "force", False)
         self.allow_same_input = getattr(args, "allow_same_input", False)
-        if self.allow_same_input and self.update_from is None:
-            raise ValueError("--allow-same-input goes with --update-from: it lets an update add rows its line holds.")
+        if self.allow_same_input and self.update_from is None and not getattr(args, "incremental", False):
+            option = "--incremental" if args.command == "serve" else "--update-from"
+            raise ValueError(f"--allow-same-input goes with {option}: it lets an update add rows its line holds.")
         try:  # the settings not given: the parent run's for an update, else the defaults
             settings = (args.method, args.n_clusters, _params(args.param) or None, args.random_state)
             run_id = getattr(args, "run_id", None)
@@ -793,21 +800,22 @@ def _serve(args) -> int:
             f"--timezone {args.timezone!r} is not a time zone; give an IANA name such as UTC, Europe/Paris or "
             "America/New_York."
         ) from None
-    from prefect.settings import PREFECT_API_URL
+    if args.refit_every is not None and not args.incremental:
+        raise ValueError("--refit-every N goes with --incremental (without it every run is a full fit).")
+    api_url = _prefect_api_url()  # read without importing Prefect, as the checks before any import
+    if not api_url:
+        raise ValueError("lowdens serve needs a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api).")
+    request = _Request(args, os.fspath(args.input), true_labels=args.labels)
     from prefect.types.entrypoint import EntrypointType
 
     from . import job, serving
     from .flows import recluster
-
-    if args.refit_every is not None and not args.incremental:
-        raise ValueError("--refit-every N goes with --incremental (without it every run is a full fit).")
-    if args.incremental and not job.updatable(args.method or "mdh"):
-        raise ValueError(f"--incremental: runs of --method {args.method} cannot be updated (it has no partial_fit).")
-    if not PREFECT_API_URL.value():
-        raise ValueError("lowdens serve needs a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api).")
     from .paths import absolute
 
-    request = _Request(args, os.fspath(args.input), true_labels=args.labels)
+    if args.incremental and not job.updatable(request.plan.method):
+        raise ValueError(
+            f"--incremental: runs of --method {request.plan.method} cannot be updated (it has no partial_fit)."
+        )
     plan = request.plan
     # the deployment's runs start on whichever worker serves it, in a directory nobody chose: local paths are
     # registered absolute (URLs as given), and the cluster is sized on that host when the run starts (issue 35)
@@ -824,12 +832,10 @@ def _serve(args) -> int:
         # the runs record the deployment's name; incremental runs update the latest of them
         "series": args.name,
         "refit_every": (args.refit_every or REFIT_EVERY) if args.incremental else None,
+        **({"allow_same_input": True} if args.allow_same_input else {}),  # the flow's parameter, only when asked for
     }
     every = f", updating its latest run, a full fit every {parameters['refit_every']} runs" if args.incremental else ""
-    print(
-        f"serving the deployment recluster/{args.name} on {PREFECT_API_URL.value()} with cron {args.cron!r} "
-        f"({args.timezone}){every}"
-    )
+    print(f"serving the deployment recluster/{args.name} on {api_url} with cron {args.cron!r} ({args.timezone}){every}")
     # registered by module path (lowdens_pipelines.flows.recluster), so any worker with the package can load it;
     # Ctrl-C or SIGTERM pause it and delete its scheduled runs, then exit 130 (serving.py says how and why)
     return serving.serve(

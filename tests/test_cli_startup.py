@@ -7,6 +7,7 @@ machine's load: the modules a command imports before it answers.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import json
+import os
 import subprocess
 import sys
 
@@ -33,7 +34,7 @@ def test_parameter_names_are_the_estimators():
         )
 
 
-def _imported(cwd, *argv: str) -> tuple[int, str, set[str]]:
+def _imported(cwd, *argv: str, env: dict | None = None) -> tuple[int, str, set[str]]:
     """(exit status, stderr, the heavy packages imported) of ``lowdens ARGV`` in a fresh process."""
     code = (
         "import json, sys\n"
@@ -43,7 +44,7 @@ def _imported(cwd, *argv: str) -> tuple[int, str, set[str]]:
         "print(json.dumps([status, heavy]), file=sys.__stdout__)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120, check=False, env=env
     )
     status, heavy = json.loads(done.stdout.strip().splitlines()[-1])
     return status, done.stderr, set(heavy)
@@ -74,6 +75,21 @@ def store(tmp_path_factory):
 def test_an_error_that_needs_no_data_imports_nothing_heavy(store, argv, message):
     """Before: each imported scikit-learn, Dask and numba (5-8 s) before it answered."""
     status, err, heavy = _imported(store, *argv)
+    assert status == 2 and message in err, err
+    assert not heavy, f"lowdens {' '.join(argv)} imported {sorted(heavy)} before answering"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["serve", "missing.csv"], "missing.csv does not exist."),
+        (["serve", "X.npy", "--param", "bogus=1"], "Unknown parameters ['bogus'] for method 'mdh'"),
+    ],
+)
+def test_a_serve_that_needs_no_data_imports_no_prefect(store, argv, message):
+    """Before: serve imported Prefect (3.5 s) and the library before it checked its input."""
+    env = {**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    status, err, heavy = _imported(store, *argv, env=env)
     assert status == 2 and message in err, err
     assert not heavy, f"lowdens {' '.join(argv)} imported {sorted(heavy)} before answering"
 

@@ -24,24 +24,43 @@ def test_a_bad_timezone_is_refused_in_one_line_before_anything_else(here, capsys
     )
 
 
-@pytest.fixture
-def registered(here, capsys, monkeypatch):
-    """``lowdens serve night-1.npy --store runs --labels y.npy --timezone Europe/Paris`` in ``here``, with a stand-in
-    for the serving: (the keyword arguments it got, stdout's lines)."""
+def _serve(capsys, monkeypatch, *options: str):
+    """``lowdens serve night-1.npy --store runs --labels y.npy OPTIONS`` in the working directory, against a Prefect
+    API that is never called (the serving is replaced by a stand-in): (status, the keyword arguments the serving
+    got, stdout's lines, stderr's lines)."""
     from lowdens_pipelines import serving
-    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     X = _blobs()
     np.save("night-1.npy", X)
     np.save("y.npy", np.repeat([0, 1], len(X) // 2))
     got = {}
     monkeypatch.setattr(serving, "serve", lambda flow, **kwargs: got.update(kwargs) or 0)
-    with temporary_settings(updates={PREFECT_API_URL: "http://127.0.0.1:9/api"}):
-        status, out, err = lowdens(
-            capsys, "serve", "night-1.npy", "--store", "runs", "--labels", "y.npy", "--timezone", "Europe/Paris"
-        )
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    status, out, err = lowdens(capsys, "serve", "night-1.npy", "--store", "runs", "--labels", "y.npy", *options)
+    return status, got, out, err
+
+
+@pytest.fixture
+def registered(here, capsys, monkeypatch):
+    """``lowdens serve night-1.npy --store runs --labels y.npy --timezone Europe/Paris`` in ``here``, with a stand-in
+    for the serving: (the keyword arguments it got, stdout's lines)."""
+    status, got, out, err = _serve(capsys, monkeypatch, "--timezone", "Europe/Paris")
     assert status == 0, err
     return got, out
+
+
+def test_serve_passes_allow_same_input_to_an_incremental_deployment(here, capsys, monkeypatch):
+    """Issue 35, item 3: the nightly file not replaced is refused by an incremental deployment's run unless it was
+    served with --allow-same-input (before: serve had no such option)."""
+    status, got, _, err = _serve(capsys, monkeypatch, "--incremental", "--allow-same-input")
+    assert status == 0, err
+    assert got["parameters"]["allow_same_input"] is True and got["parameters"]["refit_every"] == 7
+    status, got, _, err = _serve(capsys, monkeypatch, "--incremental")
+    assert status == 0 and "allow_same_input" not in got["parameters"], err  # the flow's default: refused
+    status, _, _, err = _serve(capsys, monkeypatch, "--allow-same-input")
+    assert status == 2 and _one_error_line(err) == (
+        "lowdens: error: --allow-same-input goes with --incremental: it lets an update add rows its line holds."
+    )
 
 
 def test_serve_registers_absolute_paths_and_the_schedules_time_zone(registered, here):
