@@ -688,10 +688,11 @@ def _demo(args) -> int:
 def _save_plots(run, X, labels, out: Path, max_points: int) -> dict:
     """The run's plots (one colour per true label in every file; for an update run, the clusters' shares before
     and after it too); a figure that cannot be drawn is named on stderr and the others are written."""
-    import matplotlib
+    with _importing():
+        import matplotlib
 
-    matplotlib.use("Agg")
-    from lowdens_dask.plots import save_plots
+        matplotlib.use("Agg")
+        from lowdens_dask.plots import save_plots
 
     report = run.attrs.get("metrics", {}).get("update")  # an update run's report
     written = save_plots(
@@ -713,7 +714,7 @@ def _plot(args) -> int:
         raise ValueError(f"Run {args.run!r} records no input; give the rows with --input.")
     require_exists(source)
     with _importing():
-        import lowdens_dask.plots  # noqa: F401 (matplotlib, the indices)
+        import dask.array  # noqa: F401 (open_input's)
 
         from .inputs import load_labels, open_input
         from .paths import same_path
