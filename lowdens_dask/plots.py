@@ -854,12 +854,15 @@ def save_plots(
 
     # the objects alive now (the sample, the tree, the modules) outlive the drawing: kept out of the cyclic garbage
     # collector's scans while it runs (they took about a sixth of the drawing time), and shared unchanged with the
-    # forked processes
-    gc.freeze()
+    # forked processes; unless the program froze objects itself, which it keeps as it froze them
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
     try:
         _in_processes(draw, jobs, n_jobs, written)
     finally:
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()
     return written
 
 

@@ -824,20 +824,23 @@ def _serve(args) -> int:
         ) from None
     if args.refit_every is not None and not args.incremental:
         raise ValueError("--refit-every N goes with --incremental (without it every run is a full fit).")
+    if args.incremental and args.method is not None:  # the default, mdh, can be updated
+        from .job import updatable
+
+        if not updatable(args.method):
+            raise ValueError(
+                f"--incremental: runs of --method {args.method} cannot be updated (it has no partial_fit)."
+            )
     api_url = _prefect_api_url()  # read without importing Prefect, as the checks before any import
     if not api_url:
         raise ValueError("lowdens serve needs a Prefect server: set PREFECT_API_URL (e.g. http://127.0.0.1:4200/api).")
     request = _Request(args, os.fspath(args.input), true_labels=args.labels)
     from prefect.types.entrypoint import EntrypointType
 
-    from . import job, serving
+    from . import serving
     from .flows import recluster
     from .paths import absolute
 
-    if args.incremental and not job.updatable(request.plan.method):
-        raise ValueError(
-            f"--incremental: runs of --method {request.plan.method} cannot be updated (it has no partial_fit)."
-        )
     plan = request.plan
     # the deployment's runs start on whichever worker serves it, in a directory nobody chose: local paths are
     # registered absolute (URLs as given), and the cluster is sized on that host when the run starts (issue 35)
