@@ -9,6 +9,39 @@ with each method's ``get_params()`` (and says what to change) so that the two ca
 
 from __future__ import annotations
 
+#: The parameters SCPP and LMSC share (SCPP also takes ``laplacian``).
+_SPECTRAL = frozenset(
+    {
+        "betas",
+        "centre_init",
+        "centres_above",
+        "decay",
+        "labels_store",
+        "max_clusters",
+        "max_microclusters",
+        "maxiter",
+        "microcluster_init",
+        "microclusters_above",
+        "min_side",
+        "mode",
+        "n_centres",
+        "n_clusters",
+        "n_components",
+        "n_microclusters",
+        "nonfinite",
+        "omega",
+        "random_state",
+        "rows_per_microcluster",
+        "scale_multiplier",
+        "scheme",
+        "significance_level",
+        "similarity",
+        "split_index",
+        "standardize",
+        "storage_options",
+    }
+)
+
 #: method name (``lowdens_dask.METHODS``) -> the names its clustering estimator's ``get_params()`` returns
 PARAMETER_NAMES: dict[str, frozenset[str]] = {
     "mdh": frozenset(
@@ -150,69 +183,8 @@ PARAMETER_NAMES: dict[str, frozenset[str]] = {
             "storage_options",
         }
     ),
-    "scpp": frozenset(
-        {
-            "betas",
-            "centre_init",
-            "centres_above",
-            "decay",
-            "labels_store",
-            "laplacian",
-            "max_clusters",
-            "max_microclusters",
-            "maxiter",
-            "microcluster_init",
-            "microclusters_above",
-            "min_side",
-            "mode",
-            "n_centres",
-            "n_clusters",
-            "n_components",
-            "n_microclusters",
-            "nonfinite",
-            "omega",
-            "random_state",
-            "rows_per_microcluster",
-            "scale_multiplier",
-            "scheme",
-            "significance_level",
-            "similarity",
-            "split_index",
-            "standardize",
-            "storage_options",
-        }
-    ),
-    "lmsc": frozenset(
-        {
-            "betas",
-            "centre_init",
-            "centres_above",
-            "decay",
-            "labels_store",
-            "max_clusters",
-            "max_microclusters",
-            "maxiter",
-            "microcluster_init",
-            "microclusters_above",
-            "min_side",
-            "mode",
-            "n_centres",
-            "n_clusters",
-            "n_components",
-            "n_microclusters",
-            "nonfinite",
-            "omega",
-            "random_state",
-            "rows_per_microcluster",
-            "scale_multiplier",
-            "scheme",
-            "significance_level",
-            "similarity",
-            "split_index",
-            "standardize",
-            "storage_options",
-        }
-    ),
+    "scpp": _SPECTRAL | {"laplacian"},
+    "lmsc": _SPECTRAL,
     "msc": frozenset(
         {
             "labels_store",
