@@ -317,8 +317,8 @@ def _cli_words(message: str, pairs: list[str]) -> str:
     becomes ``--param mode=exakt: must be ...``, ``nonfinite='skip'`` ``--param nonfinite=skip``, ``n_clusters``
     ``--n-clusters``; "or None" goes (the command line has no None)."""
     given = dict(pair.partition("=")[::2] for pair in pairs)
-    name = re.match(r"^\w+: (\w+) ", message)
-    message = re.sub(r"^\w+: ", "", message).replace(" or None", "")
+    name = re.match(r"^[\w-]+: (\w+) ", message)
+    message = re.sub(r"^[\w-]+: ", "", message).replace(" or None", "")
     if name and name.group(1) in given:
         message = f"--param {name.group(1)}={given[name.group(1)]}: " + re.sub(
             r"; got .*$", ".", message[len(name.group(1)) + 1 :]
@@ -357,7 +357,11 @@ def _importing():
 def _check_before_imports(args, input_path: str, true_labels) -> None:
     """The checks of a request that need neither the library nor Dask, so that their errors come at once (the
     imports take seconds): the input and labels paths exist, and each ``--param`` is NAME=VALUE with a NAME the
-    method takes (for an update whose method is its parent's, that is checked once the parent is read)."""
+    method takes and, for a scale-out parameter (``mode``, ``nonfinite``, ...), a value every estimator takes (for
+    an update whose method is its parent's, that is checked once the parent is read; the method's own parameters'
+    values are checked by its estimator, after the imports)."""
+    from lowdens_dask.estimators._constraints import check_scale_out_values
+
     from .inputs import require_exists
 
     require_exists(input_path)
@@ -368,6 +372,7 @@ def _check_before_imports(args, input_path: str, true_labels) -> None:
     if method is not None:
         try:
             check_parameter_names(method, {"n_clusters", *names})
+            check_scale_out_values(names, method)
         except ValueError as exc:
             raise ValueError(_cli_words(str(exc), args.param)) from None
 

@@ -33,7 +33,7 @@ from lowdens_dask.tree import leaf_labels_from_json
 
 from .continuity import contingency, match_cluster_ids, stability
 from .identity import input_identity
-from .inputs import input_format, load_labels, open_input
+from .inputs import load_labels, open_input
 from .metrics import label_metrics, tree_metrics
 from .parameter_names import PARAMETER_NAMES, check_parameter_names
 from .runs import LabelsDamagedError, Run, RunsStore, read_labels, read_summary, write_summary

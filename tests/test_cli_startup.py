@@ -34,6 +34,25 @@ def test_parameter_names_are_the_estimators():
         )
 
 
+@pytest.mark.parametrize("method", sorted(PARAMETER_NAMES))
+def test_a_scale_out_value_refused_before_the_imports_is_refused_by_the_estimator(method):
+    """What the command refuses before its imports (``_constraints.check_scale_out_values``) each estimator that
+    has the parameter refuses too (the command refuses nothing a fit would take)."""
+    from lowdens_dask.estimators import check_params
+    from lowdens_dask.estimators._constraints import check_scale_out_values
+
+    bad = {"mode": "exakt", "nonfinite": "drop", "rows_per_microcluster": 0.5, "max_microclusters": 1, "refine": -1,
+           "max_node_bytes": -3}  # fmt: skip
+    for name, value in bad.items():
+        if name not in PARAMETER_NAMES[method]:
+            continue
+        with pytest.raises(ValueError) as before:
+            check_scale_out_values({name: value}, method)
+        with pytest.raises(ValueError) as fit:
+            check_params(METHODS[method].clustering(**{name: value}))
+        assert f"{name} must be" in str(before.value) and f"{name} must be" in str(fit.value), (before, fit)
+
+
 def _imported(cwd, *argv: str, env: dict | None = None) -> tuple[int, str, set[str]]:
     """(exit status, stderr, the heavy packages imported) of ``lowdens ARGV`` in a fresh process."""
     code = (
@@ -66,6 +85,10 @@ def store(tmp_path_factory):
         (["fit", "X.npy", "--param", "bogus=1"], "Unknown parameters ['bogus'] for method 'mdh'"),
         (["fit", "X.npy", "--method", "ncut", "--param", "alphas=[1]"], "Unknown parameters ['alphas']"),
         (["fit", "X.npy", "--param", "mode"], "--param takes NAME=VALUE"),
+        (["fit", "X.npy", "--param", "mode=exakt"], "--param mode=exakt: must be 'auto', 'exact' or 'summary'."),
+        (["fit", "X.npy", "--method", "svm-relabel", "--param", "nonfinite=drop"], "--param nonfinite=drop: must be"),
+        (["fit", "X.npy", "--method", "scpp", "--param", "max_microclusters=1"], "max_microclusters=1: must be an"),
+        (["fit", "X.npy", "--param", "refine=-1"], "--param refine=-1: must be a non-negative integer"),
         (["fit", "X.npy", "--labels", "missing.npy"], "missing.npy does not exist."),
         (["predict", "r1", "missing.csv", "--out", "o.npy", "--store", "runs"], "missing.csv does not exist."),
         (["predict", "nosuch", "X.npy", "--out", "o.npy", "--store", "runs"], "No committed run 'nosuch'"),

@@ -30,11 +30,11 @@ from ..backend.passes import PassCounter
 from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree, leaf_labels_from_json
 from ..tree.grower import Growth, merge_unreached_leaves
+from ._constraints import check_scale_out_params
 from ._label_pass import store_labels
 from ._params import (
     AUTO_SUMMARY_ROWS,
     check_n_features,
-    check_scale_out_params,
     fit_mode,
     is_chunked_input,
     read_into_memory,

@@ -1,15 +1,12 @@
-"""The scale-out parameters, declared once: their constraints (:data:`SCALE_OUT_CONSTRAINTS`, in the style of
-scikit-learn's ``_parameter_constraints``), their docstring (:data:`SCALE_OUT_DOC`), and the one rule of
-``mode="auto"`` (:func:`fit_mode`)."""
+"""The scale-out parameters, declared once: their docstring (:data:`SCALE_OUT_DOC`) and the one rule of
+``mode="auto"`` (:func:`fit_mode`); their constraints are in :mod:`._constraints`."""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
 import math
-import numbers
 import os
-from collections.abc import Callable
 
 import dask.array as da
 import zarr
@@ -96,36 +93,6 @@ def auto_mode_rule(est) -> str:
             "the chunks), summary mode above or when their size is unknown"
         )
     return f"arrays {memory}; Dask arrays and zarr stores in {chunked}"
-
-
-def _integer(value, low: int) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
-
-
-#: Each scale-out parameter: (a test of a legal value, what a legal value is). Every estimator that has the
-#: parameter checks it by this table (:func:`check_scale_out_params`).
-SCALE_OUT_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "mode": (lambda v: v in ("auto", "exact", "summary"), "'auto', 'exact' or 'summary'"),
-    "nonfinite": (lambda v: v in ("raise", "skip"), "'raise' or 'skip'"),
-    "rows_per_microcluster": (
-        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1,
-        "a number >= 1",
-    ),
-    "max_microclusters": (lambda v: v is None or _integer(v, 2), "an integer >= 2 or None"),
-    "refine": (lambda v: _integer(v, 0), "a non-negative integer (exact L-BFGS steps per hyperplane)"),
-    "max_node_bytes": (
-        lambda v: (isinstance(v, str) and v == "auto") or (isinstance(v, numbers.Real) and v >= 0),
-        "'auto' or a non-negative number of bytes",
-    ),
-}
-
-
-def check_scale_out_params(est) -> None:
-    """Check the scale-out parameters ``est`` has against :data:`SCALE_OUT_CONSTRAINTS`."""
-    params = est.get_params(deep=False)
-    for name, (legal, what) in SCALE_OUT_CONSTRAINTS.items():
-        if name in params and not legal(params[name]):
-            raise ValueError(f"{type(est).__name__}: {name} must be {what}; got {params[name]!r}.")
 
 
 def max_node_bytes(est) -> float:

@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from ._params import check_scale_out_params
+from ._constraints import check_scale_out_params
 
 
 class Method(NamedTuple):

@@ -16,10 +16,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ..backend import ChunkedData, InMemoryData, as_dask_array
 from ..backend.frame import Frame
 from ..pursuit.semi_supervised import semi_supervised_hyperplane
+from ._constraints import check_scale_out_params
 from ._params import (
     AUTO_SUMMARY_ROWS,
     MDH_INDEX_DEFAULTS,
-    check_scale_out_params,
     fit_mode,
     init_with,
     is_chunked_input,
