@@ -555,6 +555,18 @@ def report(args, programs: list[Program], cases: list[Case], started_load, finis
            imports=None, startup_paths=None) -> str:
     timeout = args.timeout
     imports = imports or {}
+
+    def stderr_table(first: str, shown: list[Case]) -> str:
+        """What each program printed on stderr in its last run of each case."""
+        return markdown_table(
+            [first, "baseline", "new"],
+            [
+                [c.title] + [cell(message(c.results[p.label][-1].stderr)) if c.results[p.label] else "-"
+                             for p in programs]
+                for c in shown
+            ],
+        )
+
     head = ["case", "baseline median (s)", "new median (s)", "ratio baseline/new", "exit status baseline / new",
             "target (new)", "runs (s): baseline / new"]
     body = [
@@ -631,14 +643,7 @@ def report(args, programs: list[Program], cases: list[Case], started_load, finis
             "What each program printed on stderr (its last run of the case; of a long output, the last line "
             "starting `lowdens:`, else the last line):",
             "",
-            markdown_table(
-                ["case", "baseline", "new"],
-                [
-                    [c.title] + [cell(message(c.results[p.label][-1].stderr)) if c.results[p.label] else "-"
-                                 for p in programs]
-                    for c in bad_cases
-                ],
-            ),
+            stderr_table("case", bad_cases),
             "",
         ]
         csv = next((c for c in bad_cases if c.key == "csv"), None)
@@ -690,14 +695,7 @@ def report(args, programs: list[Program], cases: list[Case], started_load, finis
             "What each bad request printed on stderr (its last run; of a long output, the last line starting "
             "`lowdens:`, else the last line):",
             "",
-            markdown_table(
-                ["command", "baseline", "new"],
-                [
-                    [c.title] + [cell(message(c.results[p.label][-1].stderr)) if c.results[p.label] else "-"
-                                 for p in programs]
-                    for c in startup_cases if c.expect_rc == 2
-                ],
-            ),
+            stderr_table("command", [c for c in startup_cases if c.expect_rc == 2]),
             "",
         ]
     notes = failures(fit_cases + demo_cases + [c for c in startup_cases if c not in demo_cases])
