@@ -35,19 +35,16 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .parameter_names import PARAMETER_NAMES, check_parameter_names
+from .hosts import IN_PROCESS_MAX_BYTES, local_cluster_kwargs
+from .parameter_names import PARAMETER_NAMES, RUN_DEFAULTS, check_parameter_names
 
 DEFAULT_STORE = "./lowdens-runs"  # the runs store's default (lowdens_pipelines.runs.DEFAULT_STORE)
 DEMO_DATASET = "pendigits"
 DEMO_OUT = "./lowdens-demo"
 #: The registered methods (lowdens_dask.METHODS; from a table, so that --help needs no import of the library).
 METHOD_NAMES = tuple(PARAMETER_NAMES)
-#: Input up to this size is fitted in this process (Dask's threaded scheduler); larger input on a Dask cluster.
-IN_PROCESS_MAX_BYTES = 2 * 2**30
 #: Exit status when stdout's reader closed the pipe (128 + SIGPIPE, as a shell reports a process killed by it).
 BROKEN_PIPE = 141
-#: The settings whose defaults on the command line are not the estimators' (lowdens_pipelines.job.plan_run).
-CLI_DEFAULTS = {"n_clusters": "auto", "random_state": 0}
 #: ``lowdens serve --incremental``: a full fit every this many runs (a week of nightly runs) by default.
 REFIT_EVERY = 7
 
@@ -360,14 +357,14 @@ def _check_before_imports(args, input_path: str, true_labels) -> None:
     method takes and, for a scale-out parameter (``mode``, ``nonfinite``, ...), a value every estimator takes (for
     an update whose method is its parent's, that is checked once the parent is read; the method's own parameters'
     values are checked by its estimator, after the imports)."""
-    from lowdens_dask.estimators._constraints import check_scale_out_values
+    from lowdens_dask.estimators import check_scale_out_values
 
     from .inputs import require_exists
 
     require_exists(input_path)
     if isinstance(true_labels, str):
         require_exists(true_labels)
-    method = args.method or (None if getattr(args, "update_from", None) else "mdh")
+    method = args.method or (None if getattr(args, "update_from", None) else RUN_DEFAULTS["method"])
     names = _params(args.param)
     if method is not None:
         try:
@@ -422,7 +419,7 @@ class _Request:
                 try:
                     job.check_same_input(RunsStore(args.store), self.plan.parent, input_identity(input_path, X=self.X))
                 except job.SameInputError as exc:
-                    held = f" ({exc.path})" if exc.path and exc.path != input_path else ""
+                    held = f" ({exc.path})" if exc.path else ""  # None: the same file as input_path
                     raise ValueError(
                         f"{input_path}: run {exc.run_id!r}{held} already holds these rows, in the line of run "
                         f"{self.update_from!r}; an update adds new rows (--allow-same-input adds them again)."
@@ -468,7 +465,7 @@ class _Request:
         if not here and args.workers is None and not kwargs:
             return "auto"
         if self.in_process and here:
-            kwargs = {"processes": False, "n_workers": 1, "threads_per_worker": os.cpu_count() or 1, **kwargs}
+            kwargs = {**local_cluster_kwargs(self.X.nbytes), **kwargs}
         elif args.workers is not None:
             kwargs.setdefault("n_workers", args.workers)
         return {"cluster_kwargs": kwargs} if kwargs else None
@@ -574,8 +571,7 @@ def _dask_cluster(request: _Request):
                 module, _, name = cluster_settings["cluster_class"].rpartition(".")
                 cluster = getattr(import_module(module), name)(**kwargs)
             else:
-                kwargs.setdefault("n_workers", os.cpu_count() or 1)
-                kwargs.setdefault("threads_per_worker", 1)
+                kwargs = {**local_cluster_kwargs(None), **kwargs}
                 kwargs.setdefault("dashboard_address", ":0")
                 kwargs.setdefault("silence_logs", logging.DEBUG if request.args.verbose else logging.ERROR)
                 with _stderr_to(None if request.args.verbose else log.name):
@@ -803,7 +799,7 @@ def _method_params(args) -> int:
     print(f"{type(estimator).__name__} (--method {args.method}); set with --param NAME=VALUE:")
     params = estimator.get_params()
     # the command's own defaults where they differ from the library's (job.plan_run): --n-clusters auto, seed 0
-    params.update({name: value for name, value in CLI_DEFAULTS.items() if name in params})
+    params.update({name: value for name, value in RUN_DEFAULTS.items() if name in params})
     for name, value in sorted(params.items()):
         print(f"  {name}={_as_param(value)}")
     print(f"mode=auto fits {auto_mode_rule(estimator)}.")

@@ -59,7 +59,6 @@ def _runs_log_to_the_api() -> None:
     for name in RUN_LOGGERS:
         os.environ.setdefault(f"PREFECT_LOGGING_LOGGERS_{name.replace('.', '_').upper()}_LEVEL", "INFO")
     os.environ.setdefault("DASK_DISTRIBUTED__LOGGING__DISTRIBUTED", "warning")
-    logging.getLogger("distributed").setLevel(max(logging.WARNING, logging.getLogger("distributed").level))
     configuration = sys.modules.get("prefect.logging.configuration")
     if configuration is None or not getattr(configuration, "PROCESS_LOGGING_CONFIG", None):
         return  # Prefect configures its logging from the environment when it is imported
@@ -90,19 +89,23 @@ from prefect import flow, get_run_logger, task  # noqa: E402
 from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
+from prefect.context import FlowRunContext  # noqa: E402
 from prefect_dask import DaskTaskRunner, get_dask_client  # noqa: E402
 
+from lowdens_dask import ClusterTree  # noqa: E402
 from lowdens_dask.backend import chunks_read  # noqa: E402
 from lowdens_dask.tree import format_p_value  # noqa: E402
 
 from . import job  # noqa: E402
+from .hosts import local_cluster_kwargs  # noqa: E402
 from .inputs import open_input  # noqa: E402
 from .job import make_estimator, route_to_stable_ids, stable_labels  # noqa: E402
-from .metrics import describe_update  # noqa: E402
+from .metrics import describe_update, tree_metrics  # noqa: E402
+from .paths import absolute, refuse_relative_in_deployment  # noqa: E402
 from .runs import DEFAULT_STORE, Attempt, RunsStore  # noqa: E402
 
-if _quiet_level() is not None:  # distributed sets its loggers' levels when it is imported (above)
-    logging.getLogger("distributed").setLevel(logging.WARNING)
+if _quiet_level() is not None:  # distributed sets its loggers' levels when it is first imported (above)
+    logging.getLogger("distributed").setLevel(max(logging.WARNING, logging.getLogger("distributed").level))
 
 #: Keys of the flow's ``cluster`` parameter (those of prefect-dask's ``DaskTaskRunner``).
 CLUSTER_KEYS = ("address", "cluster_class", "cluster_kwargs", "adapt_kwargs", "client_kwargs")
@@ -154,14 +157,7 @@ def host_cluster(cluster: dict | str | None, nbytes: int | None) -> dict | None:
     ``IN_PROCESS_MAX_BYTES`` (2 GiB; ``nbytes``, the input's size), a ``LocalCluster`` in the flow's process with
     one worker of as many threads as this host has cores; above it, a ``LocalCluster`` of one single-threaded
     worker process per core of this host. Any other value is returned as it is."""
-    if cluster != AUTO:
-        return cluster
-    from .cli import IN_PROCESS_MAX_BYTES
-
-    cores = os.cpu_count() or 1
-    if nbytes is not None and nbytes <= IN_PROCESS_MAX_BYTES:
-        return {"cluster_kwargs": {"processes": False, "n_workers": 1, "threads_per_worker": cores}}
-    return {"cluster_kwargs": {"n_workers": cores, "threads_per_worker": 1}}
+    return {"cluster_kwargs": local_cluster_kwargs(nbytes)} if cluster == AUTO else cluster
 
 
 def dask_task_runner(cluster: dict | str | None = None, api_url: str | None = None) -> DaskTaskRunner:
@@ -221,10 +217,7 @@ def describe_input(identity: dict, truth) -> str:
     rows = f"{shape[0]:,} rows" if shape else "no rows"
     columns = f" x {' x '.join(str(n) for n in shape[1:])} columns" if len(shape) > 1 else ""
     labels = "" if truth is None else f", with {len(truth):,} true labels"
-    try:
-        dtype = np.dtype(identity.get("dtype")).name  # "<f4": float32
-    except TypeError:
-        dtype = identity.get("dtype")
+    dtype = np.dtype(identity["dtype"]).name  # "<f4": float32
     return f"read {identity['path']}: {rows}{columns}, {dtype}{labels}"
 
 
@@ -233,10 +226,6 @@ def describe_fit(name: str, result: dict) -> list[str]:
     the rows the split tests ran on), each split of the tree with its size, index value and dip test p-value
     (``n_clusters="auto"``), the leaves whose split was tested and refused, and an update's drift and node
     actions (:func:`.metrics.describe_update`)."""
-    from lowdens_dask import ClusterTree
-
-    from .metrics import tree_metrics
-
     resolution = []
     if result.get("n_microclusters_") is not None:
         resolution.append(f"{result['n_microclusters_']:,} microclusters")
@@ -244,7 +233,9 @@ def describe_fit(name: str, result: dict) -> list[str]:
         resolution.append(f"split tests on {result['test_rows']:,} rows")
     if result.get("n_passes_") is not None:
         resolution.append(f"passes over the input: {result['n_passes_']}")
-    lines = [f"{name}: mode: {result.get('fit_mode')}" + (f"; resolution: {', '.join(resolution)}" if resolution else "")]
+    lines = [
+        f"{name}: mode: {result.get('fit_mode')}" + (f"; resolution: {', '.join(resolution)}" if resolution else "")
+    ]
     figures = tree_metrics(ClusterTree.from_json(result["tree"]))
 
     def rows(size) -> str:  # sizes are weights: whole for unweighted rows
@@ -358,8 +349,6 @@ def _deployment_id() -> str | None:
     override = os.environ.get("PREFECT__RUNTIME__DEPLOYMENT__ID")
     if override:
         return override
-    from prefect.context import FlowRunContext
-
     context = FlowRunContext.get()
     deployment_id = getattr(getattr(context, "flow_run", None), "deployment_id", None)
     return None if deployment_id is None else str(deployment_id)
@@ -490,8 +479,6 @@ def recluster(
     Local paths (``input_path``, ``store``, ``true_labels``) are recorded absolute, URLs as given. A flow run of a
     deployment refuses a relative local path: the worker that runs it starts in a directory nobody chose.
     """
-    from .paths import absolute, refuse_relative_in_deployment
-
     if _deployment_id() is not None:  # a worker's working directory is nobody's choice (issue 35)
         refuse_relative_in_deployment(
             input_path=input_path, store=store, true_labels=true_labels if isinstance(true_labels, str) else None
