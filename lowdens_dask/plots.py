@@ -655,7 +655,7 @@ def _stacked_histogram(ax, groups, bins, colours, *, labels=None, gids=None, alp
         base = top
 
 
-def _labels_histogram(ax, p: np.ndarray, sample: _Sample, idx: np.ndarray, rule, legend_x: float = 1.01) -> None:
+def _labels_histogram(ax, p: np.ndarray, sample: _Sample, idx: np.ndarray, rule, legend_x: float) -> None:
     """The coordinate stacked by true label, in the run's colours (the bars of class c have gid ``label-<c>``), the
     legend at ``legend_x`` (axes coordinates)."""
     ax.set_gid("labels")
@@ -854,14 +854,14 @@ def save_plots(
 
     # the objects alive now (the sample, the tree, the modules) outlive the drawing: kept out of the cyclic garbage
     # collector's scans while it runs (they took about a sixth of the drawing time), and shared unchanged with the
-    # forked processes; unless the program froze objects itself, which it keeps as it froze them
-    freeze = gc.get_freeze_count() == 0
-    if freeze:
-        gc.freeze()
+    # forked processes; unfrozen after, unless the program had frozen objects itself (then all stay frozen, as
+    # gc.unfreeze cannot tell its objects from these; reference counting still frees them)
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()
     try:
         _in_processes(draw, jobs, n_jobs, written)
     finally:
-        if freeze:
+        if frozen_before == 0:
             gc.unfreeze()
     return written
 

@@ -35,7 +35,8 @@ from .continuity import contingency, match_cluster_ids, stability
 from .identity import input_identity
 from .inputs import load_labels, open_input
 from .metrics import label_metrics, tree_metrics
-from .parameter_names import PARAMETER_NAMES, check_parameter_names
+from .parameter_names import PARAMETER_NAMES, RUN_DEFAULTS, check_parameter_names
+from .paths import absolute, same_path, shown
 from .runs import LabelsDamagedError, Run, RunsStore, read_labels, read_summary, write_summary
 from .runs import write_labels as write_run_labels
 
@@ -192,8 +193,6 @@ def check_same_input(runs: RunsStore, parent: Run, identity: dict) -> None:
         seen.add(run.run_id)
         recorded = run.attrs.get("input") or {}
         if same_rows(identity, recorded):
-            from .paths import same_path, shown
-
             # the recorded path (absolute since issue 35) named only when it is another file than this input's,
             # and as the user names it here (relative to the working directory inside it)
             where = recorded.get("path")
@@ -327,18 +326,16 @@ def tree_ids(tree_json: str) -> dict:
 
 def match_previous(X: da.Array, tree_json: str, identity: dict, previous: dict | None) -> dict:
     """Stable cluster ids (new leaf label -> id) and the stability figures against the previous run on the same
-    input: on the same rows (same shape and fingerprint) the previous labels are compared with the new ones;
+    input: on the same rows (:func:`same_rows`) the previous labels are compared with the new ones;
     otherwise the rows are routed through the previous tree. The first run's ids are its labels."""
     n_leaves = ClusterTree.from_json(tree_json).n_leaves
     if previous is None:
         return {"stable_ids": list(range(n_leaves)), "next_id": n_leaves, "stability": None}
-    same_rows = previous["input"]["shape"] == identity["shape"] and (
-        previous["input"]["fingerprint"] == identity["fingerprint"]
-    )
+    same = same_rows(identity, previous["input"])
     n_previous = max(previous["stable_ids"]) + 1
     now = ChunkedData(X).label_rows(leaf_labels_from_json, tree_json)
     try:
-        if same_rows:  # each chunk of the previous labels checked as it is read (runs.read_labels)
+        if same:  # each chunk of the previous labels checked as it is read (runs.read_labels)
             before = read_labels(previous["url"], max_label=n_previous - 1).rechunk((X.chunks[0],))
         else:
             before = route_to_stable_ids(X, previous["tree"], previous["stable_ids"])
@@ -395,8 +392,6 @@ def run_attrs(
     """The attributes a run is committed with. ``ids``: its ``stable_ids`` and ``next_id`` (:func:`match_previous`,
     :func:`tree_ids`); ``settings``: method, n_clusters, random_state and the estimator's other parameters;
     ``parent``: the run it updated; ``series``: the series it belongs to (:func:`plan_run`)."""
-    from .paths import absolute
-
     # local paths recorded absolute (URLs as given), so that the run reads back from any working directory
     identity = {**identity, "path": absolute(identity["path"])}
     if isinstance(true_labels, (str, os.PathLike)):
@@ -496,10 +491,11 @@ def plan_run(
         if parent is not None and parent.run_id == run_id:  # the series' latest run: a fit replaces it
             parent = None
     if parent is None:
-        method, random_state = "mdh" if method is None else method, 0 if random_state is None else random_state
-        plan = Plan(
-            method, "auto" if n_clusters is None else n_clusters, dict(params or {}), random_state, None, latest
+        given = {"method": method, "n_clusters": n_clusters, "random_state": random_state}
+        method, n_clusters, random_state = (
+            RUN_DEFAULTS[key] if value is None else value for key, value in given.items()
         )
+        plan = Plan(method, n_clusters, dict(params or {}), random_state, None, latest)
     else:
         settings = update_settings(parent, method, n_clusters, params, random_state)
         plan = Plan(*settings, parent, latest, allow_same_input)

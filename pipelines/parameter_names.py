@@ -130,6 +130,11 @@ PARAMETER_NAMES: dict[str, frozenset[str]] = {
 }
 
 
+#: A run's settings where it is not given them (the ``lowdens`` command, the flow, ``job.plan_run``); n_clusters and
+#: random_state are not the estimators' defaults (8 and None).
+RUN_DEFAULTS = {"method": "mdh", "n_clusters": "auto", "random_state": 0}
+
+
 def check_parameter_names(method: str, names) -> None:
     """A ``ValueError`` naming the parameters in ``names`` that ``method`` does not take, and those it takes."""
     accepted = PARAMETER_NAMES[method]

@@ -322,9 +322,13 @@ def _tree_damage(payload) -> tuple[str | None, ClusterTree | None]:
     if any(not isinstance(label, int) or label < 0 for label in labels) or len(set(labels)) != len(labels):
         return f"its tree's leaf labels {_short(labels)} are not distinct cluster ids", None
     row = np.zeros((1, tree.n_features))
-    for node in nodes.values():  # every split routes a row by its own rule (numpy: no compiled kernel to load)
+    # every split routes a row by its own rule (a hyperplane's in numpy; MSC's and SVM-relabel's kernel expansions
+    # load their compiled kernel)
+    for node in nodes.values():
+        if node.children is None:
+            continue
         try:
-            side = np.asarray(node.rule.side(row)) if node.children is not None else np.zeros(1, dtype=bool)
+            side = np.asarray(node.rule.side(row))
         except Exception as error:  # noqa: BLE001 (a split that does not route: damage)
             return f"its tree does not route rows (node {node.id}: {_one_line(error)})", None
         if side.shape != (1,):

@@ -36,10 +36,9 @@ def test_parameter_names_are_the_estimators():
 
 @pytest.mark.parametrize("method", sorted(PARAMETER_NAMES))
 def test_a_scale_out_value_refused_before_the_imports_is_refused_by_the_estimator(method):
-    """What the command refuses before its imports (``_constraints.check_scale_out_values``) each estimator that
+    """What the command refuses before its imports (``check_scale_out_values``) each estimator that
     has the parameter refuses too (the command refuses nothing a fit would take)."""
-    from lowdens_dask.estimators import check_params
-    from lowdens_dask.estimators._constraints import check_scale_out_values
+    from lowdens_dask.estimators import check_params, check_scale_out_values
 
     bad = {"mode": "exakt", "nonfinite": "drop", "rows_per_microcluster": 0.5, "max_microclusters": 1, "refine": -1,
            "max_node_bytes": -3}  # fmt: skip

@@ -7,6 +7,7 @@ import importlib
 _DEFINED = {
     "auto_mode_rule": "_params",
     "build_summary": "_summary_pass",
+    "check_scale_out_values": "_constraints",
     **dict.fromkeys(("IPDDP", "PDDP", "DePDDP", "MDHClustering"), "divisive"),
     "MDH": "mdh",
     **dict.fromkeys(("MSC", "MSCClustering"), "msc"),
@@ -46,6 +47,7 @@ __all__ = [
     "SVMRelabelClustering",
     "SupportVectorClustering",
     "check_params",
+    "check_scale_out_values",
     "get_method",
 ]
 

@@ -20,21 +20,21 @@ class Method(NamedTuple):
     projection: type | None  #: dimension reduction (``n_components``)
 
 
-#: Where each method's estimators are defined (module of this package, class), as :class:`Method` holds them; the
-#: names are the projection indices' (``ClusterTree`` nodes record them).
-_DEFINED: dict[str, tuple[tuple[str, str] | None, ...]] = {
-    "mdh": (("divisive", "MDHClustering"), ("mdh", "MDH"), ("projection", "MDHProjection")),
-    "pddp": (("divisive", "PDDP"), None, None),
-    "depddp": (("divisive", "DePDDP"), None, None),
-    "ipddp": (("divisive", "IPDDP"), None, None),
-    "ncut": (("ncut", "NCutClustering"), ("ncut", "NCutH"), ("projection", "NCutProjection")),
-    "mc": (("variance_ratio", "MCClustering"), ("variance_ratio", "MCH"), ("projection", "MCProjection")),
+#: Each method's estimators by class name, as :class:`Method` holds them (this package imports each class's module
+#: on first use); the method names are the projection indices' (``ClusterTree`` nodes record them).
+_DEFINED: dict[str, tuple[str | None, ...]] = {
+    "mdh": ("MDHClustering", "MDH", "MDHProjection"),
+    "pddp": ("PDDP", None, None),
+    "depddp": ("DePDDP", None, None),
+    "ipddp": ("IPDDP", None, None),
+    "ncut": ("NCutClustering", "NCutH", "NCutProjection"),
+    "mc": ("MCClustering", "MCH", "MCProjection"),
     # spectral connectivity: their own pursuit over l-dimensional projections of microclusters
-    "scpp": (("spectral", "SCPPClustering"), ("spectral", "SCPP"), None),
-    "lmsc": (("spectral", "LMSCClustering"), ("spectral", "LMSC"), None),
+    "scpp": ("SCPPClustering", "SCPP", None),
+    "lmsc": ("LMSCClustering", "LMSC", None),
     # kernel and distance feature spaces: splits are KernelExpansionRule objects
-    "msc": (("msc", "MSCClustering"), ("msc", "MSC"), None),
-    "svm-relabel": (("svm", "SVMRelabelClustering"), None, None),
+    "msc": ("MSCClustering", "MSC", None),
+    "svm-relabel": ("SVMRelabelClustering", None, None),
 }
 
 
@@ -47,12 +47,8 @@ class _Methods(Mapping):
 
     def __getitem__(self, name: str) -> Method:
         if name not in self._methods:
-            self._methods[name] = Method(
-                *(
-                    None if where is None else getattr(importlib.import_module(f"{__package__}.{where[0]}"), where[1])
-                    for where in _DEFINED[name]
-                )
-            )
+            package = importlib.import_module(__package__)
+            self._methods[name] = Method(*(None if cls is None else getattr(package, cls) for cls in _DEFINED[name]))
         return self._methods[name]
 
     def __iter__(self) -> Iterator[str]:
