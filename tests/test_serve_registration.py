@@ -28,6 +28,8 @@ def _serve(capsys, monkeypatch, *options: str):
     """``lowdens serve night-1.npy --store runs --labels y.npy OPTIONS`` in the working directory, against a Prefect
     API that is never called (the serving is replaced by a stand-in): (status, the keyword arguments the serving
     got, stdout's lines, stderr's lines)."""
+    import prefect  # noqa: F401 (Prefect's settings are made when it is first imported: not from the URL below,
+    # which would then stay this test process's Prefect API for the tests after this one)
     from lowdens_pipelines import serving
 
     X = _blobs()
