@@ -357,7 +357,7 @@ def match_previous(X: da.Array, tree_json: str, identity: dict, previous: dict |
     mapping = match_cluster_ids(table, first_new=first_new)
     figures = {
         "previous_run": previous["run_id"],
-        "compared": "same rows" if same_rows else "rows routed through the previous tree",
+        "compared": "same rows" if same else "rows routed through the previous tree",
         **stability(table, mapping),
     }
     ids = [mapping[i] for i in range(n_leaves)]
