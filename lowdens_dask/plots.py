@@ -55,7 +55,7 @@ from ._warnings import warn
 from .backend import InMemoryData, as_dask_array
 from .indices import INDICES
 from .indices.base import Profile
-from .tree import ClusterTree, HyperplaneRule, NearestCentreRule, Node, format_p_value
+from .tree import ClusterTree, HyperplaneRule, NearestCentreRule, Node, format_stats
 
 __all__ = ["plot_dendrogram", "plot_node", "plot_shares", "plot_tree", "save_plots"]
 
@@ -68,6 +68,7 @@ _STAT_NAMES = {
     "fval": "fval",
     "relative_depth": "rel. depth",
     "gap": "gap",
+    "p_value": "dip test",
     "n_test": "test rows",
     "d_eff": "eff. dim.",
 }
@@ -215,11 +216,7 @@ def _orthogonal_direction(Z: np.ndarray, v: np.ndarray | None) -> np.ndarray:
 
 
 def _stats_text(node: Node, update: int) -> str:
-    parts = [
-        f"dip test {format_p_value(node.stats)}" if key == "p_value" else f"{_STAT_NAMES.get(key, key)} {value:.3g}"
-        for key, value in node.stats.items()
-        if key != "p_floor"
-    ]
+    parts = format_stats(node.stats, _STAT_NAMES, digits=3)
     recorded = "recorded at fit" if not update else "recorded (fit or update)"
     return f"{recorded}: " + ", ".join(parts) if parts else "no statistics recorded"
 

@@ -1,6 +1,14 @@
 """The public cluster tree: nodes with split rules, and its grower."""
 
-from .cluster_tree import SCHEMA_VERSION, ClusterTree, Node, format_p_value, hyperplane_side, leaf_labels_from_json
+from .cluster_tree import (
+    SCHEMA_VERSION,
+    ClusterTree,
+    Node,
+    format_p_value,
+    format_stats,
+    hyperplane_side,
+    leaf_labels_from_json,
+)
 from .rules import RULES, HyperplaneRule, KernelExpansionRule, NearestCentreRule, SplitRule
 
 __all__ = [
@@ -13,6 +21,7 @@ __all__ = [
     "Node",
     "SplitRule",
     "format_p_value",
+    "format_stats",
     "hyperplane_side",
     "leaf_labels_from_json",
 ]

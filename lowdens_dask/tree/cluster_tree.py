@@ -39,6 +39,19 @@ def format_p_value(stats: dict) -> str:
     return f"p < {floor:.3g}" if floor is not None and p <= floor * (1 + 1e-9) else f"p = {p:.3g}"
 
 
+def format_stats(stats: dict, names: dict | None = None, digits: int = 4) -> list[str]:
+    """A node's statistics in words, ``name value`` each (``names``: the words for some keys), the p-value by
+    :func:`format_p_value` (after ``names["p_value"]`` where given), which says its floor: not a word of its own."""
+    names = names or {}
+    words = []
+    for key, value in stats.items():
+        if key == "p_value":
+            words.append(" ".join([*([names[key]] if key in names else []), format_p_value(stats)]))
+        elif key != "p_floor":
+            words.append(f"{names.get(key, key)} {value:.{digits}g}")
+    return words
+
+
 @dataclass
 class Node:
     """One node of a :class:`ClusterTree`.
@@ -510,11 +523,7 @@ class ClusterTree:
                     )
                 lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit{test})")
             else:
-                stats = ", ".join(
-                    format_p_value(node.stats) if key == "p_value" else f"{key} {value:.4g}"
-                    for key, value in node.stats.items()
-                    if key != "p_floor"
-                )
+                stats = ", ".join(format_stats(node.stats))
                 forced = " (forced)" if node.forced else ""
                 lines.append(
                     f"{pad}node {node.id}: {node.method} split{forced}, {node.size:g} rows at fit"
