@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from scipy.cluster.hierarchy import dendrogram, is_valid_linkage
 from sklearn.base import clone
-from sklearn.metrics import homogeneity_score, v_measure_score
+from sklearn.metrics import adjusted_rand_score, homogeneity_score, v_measure_score
 
 from lowdens_dask import PDDP, ClusterTree, DePDDP, MDHClustering
 from lowdens_dask.datasets import load_dataset
+from lowdens_dask.tree.hyperplanes import PLACED
 
 
 def blobs(k=4, n_per=150, d=5, seed=0, spread=8.0):
@@ -68,7 +69,7 @@ def test_size_index_lazy_equals_eager_choice(dermatology):
     """The lazy "size" rule (compute a leaf's split only when it is the largest) builds the same tree as
     a callable that forces every leaf to be evaluated first."""
     X, _ = dermatology
-    lazy = MDHClustering(n_clusters=5).fit(X)
+    lazy = MDHClustering(n_clusters=5, split_index="size-only").fit(X)
     eager = MDHClustering(n_clusters=5, split_index=lambda Xl, hp: float(len(Xl))).fit(X)
     np.testing.assert_array_equal(lazy.labels_, eager.labels_)
 
@@ -203,6 +204,10 @@ def test_schema_version_1_is_read(dermatology, fitted):
     """Trees written before split rules (v and b, fval and relative_depth as node fields) still load."""
     X, _ = dermatology
     payload = fitted.tree_.to_dict()
+    for item in payload["nodes"]:  # version 1 recorded these two statistics alone
+        if "stats" in item:
+            item["stats"] = {key: item["stats"][key] for key in ("fval", "relative_depth")}
+    expected = ClusterTree.from_dict(json.loads(json.dumps(payload)))
     payload["schema_version"] = 1
     for item in payload["nodes"]:
         if "rule" in item:
@@ -210,7 +215,7 @@ def test_schema_version_1_is_read(dermatology, fitted):
             del item["forced"]
             item.update(v=rule["v"], b=rule["b"], fval=stats["fval"], relative_depth=stats["relative_depth"])
     restored = ClusterTree.from_dict(json.loads(json.dumps(payload)))
-    assert_same_tree(restored, fitted.tree_)
+    assert_same_tree(restored, expected)
     np.testing.assert_array_equal(restored.predict(X), fitted.labels_)
 
 
@@ -305,10 +310,10 @@ SPLIT_RULES = {"size": lambda n: n.size, "fval": lambda n: -n.fval, "rdepth": la
 @pytest.mark.parametrize(
     "estimator,rule",
     [
-        (MDHClustering(n_clusters=6, split_index="size"), "size"),
-        (MDHClustering(n_clusters=6, split_index="fval"), "fval"),
-        (MDHClustering(n_clusters=6, split_index="rdepth"), "rdepth"),
-        (DePDDP(n_clusters=6), "fval"),  # dePDDP's own rule: the lowest density minimum
+        (MDHClustering(n_clusters=6, split_index="size-only"), "size"),
+        (MDHClustering(n_clusters=6, split_index="fval-only"), "fval"),
+        (MDHClustering(n_clusters=6, split_index="rdepth-only"), "rdepth"),
+        (DePDDP(n_clusters=6, split_index="fval-only"), "fval"),  # dePDDP's own rule: the lowest density minimum
     ],
     ids=["mdh-size", "mdh-fval", "mdh-rdepth", "depddp"],
 )
@@ -331,7 +336,7 @@ def test_the_three_split_indices_disagree_on_dermatology(dermatology):
     of the "fval" tree, the largest leaf, the lowest density minimum and the largest relative depth are
     three different leaves, and the three trees differ."""
     X, _ = dermatology
-    models = {rule: MDHClustering(n_clusters=6, split_index=rule).fit(X) for rule in SPLIT_RULES}
+    models = {rule: MDHClustering(n_clusters=6, split_index=f"{rule}-only").fit(X) for rule in SPLIT_RULES}
     _, leaves = list(_splits_in_order(models["fval"].tree_))[-1]
     known = [leaf for leaf in leaves if leaf.v is not None]
     chosen = {rule: max(known, key=key).id for rule, key in SPLIT_RULES.items()}
@@ -343,7 +348,7 @@ def test_the_three_split_indices_disagree_on_dermatology(dermatology):
 def test_fval_index_prefers_the_lowest_density(dermatology):
     """On dermatology the "fval" rule gives a better partition than its reversal would (issue 7: 0.885 vs 0.71)."""
     X, y = dermatology
-    assert v_measure_score(y, MDHClustering(n_clusters=6, split_index="fval").fit(X).labels_) > 0.85
+    assert v_measure_score(y, MDHClustering(n_clusters=6, split_index="fval-only").fit(X).labels_) > 0.85
     assert v_measure_score(y, DePDDP(n_clusters=6).fit(X).labels_) > 0.75
 
 
@@ -358,7 +363,62 @@ def test_forced_split_goes_through_the_lowest_density(seed):
     X = np.concatenate([rng.normal(size=5000) - 20, rng.normal(size=4000) + 10, rng.normal(size=150) + 25])[:, None]
     y = np.repeat([0, 1, 2], [5000, 4000, 150])
     with pytest.warns(UserWarning, match="1 of the 2 splits were forced"):
-        model = MDHClustering(n_clusters=3).fit(X)
+        model = MDHClustering(n_clusters=3, split_index="size-only").fit(X)  # PPCI's order: no test, no placing
     forced = [node for node in model.tree_ if node.forced]
     assert len(forced) == 1 and forced[0].size == 4150
     assert adjusted_rand_score(y, model.labels_) > 0.99
+
+
+@pytest.mark.parametrize("n_clusters", [3, "auto"])
+@pytest.mark.parametrize("seed", range(3))
+def test_significant_split_at_the_alpha_boundary_is_placed_at_the_density_minimum(seed, n_clusters):
+    """Issue 42, item 6: the small cluster beyond MDH's alpha range is significant along the hyperplane's direction,
+    whose MDH split sits at the edge of the interval (relative depth 0, not valid): the split is placed at the
+    projection's density minimum between the modes, as dePDDP's, and the node records it. Told K and auto alike."""
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(seed)
+    X = np.concatenate([rng.normal(size=5000) - 20, rng.normal(size=4000) + 10, rng.normal(size=150) + 25])[:, None]
+    y = np.repeat([0, 1, 2], [5000, 4000, 150])
+    model = MDHClustering(n_clusters=n_clusters, random_state=0).fit(X)
+    assert model.n_clusters_ == 3 and adjusted_rand_score(y, model.labels_) > 0.99
+    assert not any(node.forced for node in model.tree_)
+    placed = [node for node in model.tree_ if not node.is_leaf and node.params.get(PLACED)]
+    assert [node.size for node in placed] == [4150] and placed[0].params[PLACED] == "density minimum"
+    assert placed[0].stats["p_value"] < 0.01 and placed[0].stats["relative_depth"] > 0
+
+
+def _mixture(seed: int, n: int = 4000, k: int = 8, d: int = 8):
+    """A mixture of k unit Gaussians, centres N(0, 3²), weights Dirichlet(2) (issue 42's, smaller)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=3.0, size=(k, d))
+    y = rng.choice(k, size=n, p=rng.dirichlet(np.full(k, 2.0)))
+    return centres[y] + rng.normal(size=(n, d)), y
+
+
+@pytest.mark.parametrize("name", ["MDHClustering", "NCutClustering", "MCClustering"])
+def test_told_the_k_auto_finds_gives_auto_s_partition(name):
+    """Issue 42, item 1: one split decision. Leaves whose best split is significant are split first, so a fit told
+    the K that ``"auto"`` finds makes ``"auto"``'s splits and gives its partition."""
+    import lowdens_dask as ld
+
+    X, _ = _mixture(0)
+    auto = getattr(ld, name)(n_clusters="auto", random_state=0).fit(X)
+    assert auto.n_clusters_ >= 4
+    told = getattr(ld, name)(n_clusters=auto.n_clusters_, random_state=0).fit(X)
+    assert adjusted_rand_score(auto.labels_, told.labels_) == 1.0
+
+
+def test_told_k_splits_significant_leaves_first(dermatology):
+    """Replaying a told-K growth: while any leaf's would-be split is significant, the split made is significant;
+    the order among the significant ones is the split index's (here the largest first)."""
+    X, _ = dermatology
+    tree = MDHClustering(n_clusters=8, random_state=0).fit(X).tree_
+    significant = lambda node: node.stats.get("p_value", 1.0) < 0.01  # noqa: E731
+    kinds = set()
+    for node, leaves in _splits_in_order(tree):
+        candidates = [leaf for leaf in leaves if leaf.v is not None and significant(leaf)]
+        kinds.add(bool(candidates))
+        if candidates:
+            assert significant(node) and node.size == max(leaf.size for leaf in candidates)
+    assert kinds == {True, False}  # both kinds of step were made

@@ -256,7 +256,7 @@ def test_fval_split_index_separates_small_clusters_first():
     y = np.repeat(np.arange(4), sizes)
     by_fval = SCPPClustering(4, split_index="fval", min_side=0).fit(X)
     assert adjusted_rand_score(y, by_fval.labels_) == 1.0
-    by_size = SCPPClustering(4, split_index="size", min_side=0).fit(X)
+    by_size = SCPPClustering(4, split_index="size-only", min_side=0).fit(X)
     assert 80 in [node.size for node in by_size.tree_.leaves()]  # the small pair left together
     with pytest.raises(ValueError, match="split_index must be"):
         SCPPClustering(2, split_index="rdepth").fit(X)

@@ -53,11 +53,9 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
     def _check_params(self) -> None:
         name = type(self).__name__
         check_n_clusters_auto(self)
-        if not (callable(self.split_index) or self.split_index in self._split_indices):
-            raise ValueError(
-                f"{name}: split_index must be one of {tuple(self._split_indices)} or a callable; "
-                f"got {self.split_index!r}."
-            )
+        if not (callable(self.split_index) or index_name(self.split_index) in self._split_indices):
+            names = (*self._split_indices, *(f"{index}{ALONE}" for index in self._split_indices))
+            raise ValueError(f"{name}: split_index must be one of {names} or a callable; got {self.split_index!r}.")
         if not (isinstance(self.min_size, numbers.Real) and self.min_size > 0):
             raise ValueError(f"{name}: min_size must be a positive number; got {self.min_size!r}.")
         if not isinstance(self.force_n_clusters, (bool, np.bool_)):
@@ -105,7 +103,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
         return GrowthRules(
             target,
             self._leaf_order,
-            lazy=self.split_index == "size",
+            lazy=index_name(self.split_index) == "size",
             force=bool(self.force_n_clusters) and told,
             merge=not told,
             test=test,
@@ -124,7 +122,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
     def _leaf_order(self, node, data, hp: Hyperplane | None) -> float:
         if callable(self.split_index):
             return float(self.split_index(data.X, hp))
-        return self._split_indices[self.split_index](node, data, hp)
+        return self._split_indices[index_name(self.split_index)](node, data, hp)
 
     def _fitted_attributes(self, growth) -> dict:
         """No attributes of its own; the warnings of a growth that fell short of ``n_clusters``."""
@@ -142,15 +140,30 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
         return {}
 
 
+#: A ``split_index`` name with this suffix orders the leaves by that index alone, as PPCI does (``"size-only"`` is
+#: ``mddc``'s order), not significant splits first.
+ALONE = "-only"
+
+
+def index_name(split_index) -> str | None:
+    """The name of the split index ``split_index`` names (without :data:`ALONE`); None for a callable."""
+    return split_index.removesuffix(ALONE) if isinstance(split_index, str) else None
+
+
 def growth_target(est) -> tuple[int | None, SplitTest | None]:
-    """The number of leaves to grow to (None: while a valid split exists) and, for ``n_clusters="auto"``, the
-    held-out test each split must pass (its halves drawn from ``random_state``, 0 when None)."""
+    """The number of leaves to grow to (None: while a valid split exists) and the test of a split (its seed from
+    ``random_state``, 0 when None): for ``n_clusters="auto"`` the test each split must pass; for an integer
+    ``n_clusters`` the test that ranks the leaves, significant splits first (the one split decision of both: a fit
+    told the K that ``"auto"`` finds makes ``"auto"``'s splits), unless ``split_index`` ends in :data:`ALONE` or is
+    a callable (the user's own order)."""
+    seed = int(est.random_state) if isinstance(est.random_state, numbers.Integral) else 0
+    test = SplitTest(float(est.significance_level), seed)
     if isinstance(est.n_clusters, str):  # "auto"
-        seed = int(est.random_state) if isinstance(est.random_state, numbers.Integral) else 0
-        return est.max_clusters, SplitTest(float(est.significance_level), seed)
+        return est.max_clusters, test
     if est.n_clusters is None:
         return est.max_clusters, None
-    return est.n_clusters, None
+    alone = index_name(est.split_index) != est.split_index  # "<name>-only", or a callable: the user's order
+    return est.n_clusters, None if alone else test._replace(required=False)
 
 
 def _size(node, data, hp) -> float:

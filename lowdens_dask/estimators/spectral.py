@@ -24,7 +24,7 @@ from ..tree.spectral import SpectralSplitter, least_connected
 from ._params import DEPRECATED, init_with, renamed, scale_out
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
 from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
-from .divisive import _DivisiveClustering, growth_target
+from .divisive import ALONE, _DivisiveClustering, growth_target, index_name
 
 #: The legal ``scale_multiplier``: the paper's sensitivity study uses 0.1 to 10 (Figs. 7-8). Far below 1 every
 #: similarity between distinct points underflows to 0 (the graph has no edges, λ₂ = 0 for every projection) and far
@@ -187,8 +187,10 @@ class _SpectralClustering(_DivisiveClustering):
                 f"least two points); got {n_centres!r}."
             )
         check_positive_int(self.maxiter, f"{name}: maxiter")
-        if self._split_index() not in ("size", "fval"):
-            raise ValueError(f"{name}: split_index must be 'size' or 'fval'; got {self._split_index()!r}.")
+        if index_name(self._split_index()) not in ("size", "fval"):
+            raise ValueError(
+                f"{name}: split_index must be 'size', 'fval', 'size{ALONE}' or 'fval{ALONE}'; got {self._split_index()!r}."
+            )
         if self.laplacian not in LAPLACIANS:
             raise ValueError(f"{name}: laplacian must be one of {LAPLACIANS}; got {self.laplacian!r}.")
         if self.scheme not in SCHEMES:
@@ -237,12 +239,14 @@ class _SpectralClustering(_DivisiveClustering):
         return total / k / 5 if SCHEMES[self.scheme]["min_side_rule"] == "package" else total / (2 * k)
 
     def _leaf_order(self, node, data, found) -> float:
-        return by_size(node, data, found) if self._split_index() == "size" else least_connected(node, data, found)
+        size = index_name(self._split_index()) == "size"
+        return by_size(node, data, found) if size else least_connected(node, data, found)
 
     def _rules(self) -> GrowthRules:
         target, test = self._target()
         told = isinstance(self._n_clusters(), numbers.Integral)
-        return GrowthRules(target, self._leaf_order, lazy=self._split_index() == "size", merge=not told, test=test)
+        lazy = index_name(self._split_index()) == "size"
+        return GrowthRules(target, self._leaf_order, lazy=lazy, merge=not told, test=test)
 
     def _tree_params(self) -> dict:
         return self._split_params()
@@ -289,7 +293,7 @@ class _SpectralClustering(_DivisiveClustering):
 
     def _target(self):
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
-        return growth_target(self) if self._n_clusters() == "auto" else (self._n_clusters(), None)
+        return growth_target(self) if hasattr(self, "max_clusters") else (self._n_clusters(), None)
 
     def _fitted_attributes(self, growth) -> dict:
         if self._n_clusters() != "auto" and growth.n_leaves < self._n_clusters():

@@ -195,6 +195,12 @@ class ProjectionIndex:
         return -float(stats.get("fval", math.inf))
 
     @classmethod
+    def significant_split(cls, p: np.ndarray, w: np.ndarray, params: dict, min_size: float):
+        """Where a split goes along a direction whose projection the significance test found multimodal when the
+        pursuit's own split there is not valid: ``(b, node statistics)``, or None (the default: nowhere)."""
+        return None
+
+    @classmethod
     def forced_score(cls, stats: dict) -> float:
         """Larger is better: when no leaf has a valid split, which leaf's best split ``force_n_clusters`` makes
         (ties go to the leaf the estimator's split index prefers; by default they all tie)."""

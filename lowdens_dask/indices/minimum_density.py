@@ -254,6 +254,17 @@ class MinimumDensityIndex(_KernelDensityIndex):
     def stage_record(self, alpha) -> dict:
         return {"alpha": float(alpha)}
 
+    @classmethod
+    def significant_split(cls, p, w, params, min_size):
+        """A significant direction whose minimum density hyperplane lies at the edge of the alpha interval (a small
+        cluster beyond it, relative depth 0) is split at the projection's lowest interior density minimum, as dePDDP
+        places its split (issue 42, item 6); None where the density has no such minimum that leaves ``min_size`` on
+        each side."""
+        index = DensityMinimumIndex(params["bandwidth"])
+        split = index.evaluate(p, w, None)
+        stats = index.accept(p, w, split, min_size) if math.isfinite(split.value) else None
+        return None if stats is None or not stats["relative_depth"] > 0 else (split.b, stats)
+
     def profile(self, p, w, b, params):
         """The density, and f_CL outside the interval ``mean -/+ alpha sd`` of ``p`` (the recorded alpha; no
         interval without one), shaded."""

@@ -64,6 +64,9 @@ class SplitTest(NamedTuple):
     grid: tuple | None = None
     #: a summary's nodes are pursued on their sample rows (set when the sample holds every row summarised)
     on_sample: bool = False
+    #: whether a split must pass the test to be made (``"auto"``); False for an integer ``n_clusters``, whose
+    #: splits are tested only to rank the leaves (significant splits first: :mod:`lowdens_dask.tree.grower`)
+    required: bool = True
 
     def with_grid(self, root_rows) -> SplitTest:
         """This test with the grid steps of ``root_rows`` (the rows the root is tested on; None: unchanged). A
@@ -290,6 +293,11 @@ def tests_on_rows(method: str, rows, directions, test: SplitTest) -> list[dict]:
     rows = dequantized(rows, test.seed, test.grid)
     d_eff = participation_ratio(rows)
     return [pursued_test(method, rows, v, d_eff) for v in directions]
+
+
+def required(test: SplitTest | None) -> SplitTest | None:
+    """``test`` where a split must pass it (``"auto"``), else None (no test, or one that only ranks the leaves)."""
+    return test if test is not None and test.required else None
 
 
 def is_significant(stats: dict, test: SplitTest | None) -> bool:

@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._warnings import warn
-from ..pursuit.significance import SplitTest, is_significant
+from ..pursuit.significance import SplitTest, is_significant, required
 from .cluster_tree import ClusterTree, Node
 from .drift import shares
 from .revision import KEEP_DIP_LOSS, KEEP_REROUTED, movement, oriented, still_low
@@ -157,19 +157,25 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
         if leaf not in found:
             found[leaf] = splitter.find(leaf, leaves[leaf])
 
-    def score(leaf: int) -> tuple[float, int]:
+    ranked = rules.test is not None and not rules.test.required  # an integer n_clusters: significant splits first
+    lazy = rules.lazy and not ranked  # ranking needs every leaf's split
+
+    def score(leaf: int) -> tuple[bool, float, float, int]:
         c = found.get(leaf)
         value = float(rules.leaf_order(tree.nodes[leaf], leaves[leaf], None if c is None else c.found))
-        return (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
+        # ranked: significant splits first, then the others nearest to significance (the smallest p-value)
+        first = not ranked or (c is not None and is_significant(c.stats, rules.test))
+        nearest = 0.0 if first else -float(c.stats.get("p_value", 1.0))
+        return first, nearest, (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
 
-    def forced_score(leaf: int) -> tuple[float, tuple[float, int]]:
+    def forced_score(leaf: int) -> tuple[float, tuple[bool, float, float, int]]:
         return splitter.forced_score(found[leaf]), score(leaf)
 
     def valid(leaf: int) -> bool:
         return found[leaf] is not None and found[leaf].valid
 
     while n_leaves < target:
-        if not rules.lazy:
+        if not lazy:
             for leaf in leaves:
                 compute(leaf)
         candidates = [leaf for leaf in leaves if leaf not in stuck and (leaf not in found or valid(leaf))]
@@ -209,7 +215,7 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
         if progress is not None:
             progress(n_leaves)
         if n_leaves < target:
-            found.update(splitter.prefetch({c: leaves[c] for c in node.children}, eager=not rules.lazy))
+            found.update(splitter.prefetch({c: leaves[c] for c in node.children}, eager=not lazy))
     for leaf, c in found.items():  # keep the found would-be splits (and auto's tests) on the final leaves
         if c is not None and (c.valid or splitter.tested) and leaf in leaves:
             tree.nodes[leaf].set_rule(splitter.method, c.rule, c.params, c.stats)
@@ -250,9 +256,10 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
             new = splitter.rule_test(node.id, data, found.rule)
             in_low_density = stats["dip"] >= (1.0 - KEEP_DIP_LOSS) * new["dip"]
     valid = found is not None and found.valid
-    if in_low_density and rules.test is not None and not stats:  # is the current rule still significant?
+    test = required(rules.test)
+    if in_low_density and test is not None and not stats:  # is the current rule still significant?
         stats = splitter.rule_test(node.id, data, node.rule)
-    if in_low_density and is_significant(stats, rules.test) or not (valid or rules.merge):
+    if in_low_density and is_significant(stats, test) or not (valid or rules.merge):
         node.stats.update(stats)
         record.update(action="kept", **_p_value(node.stats))
     elif valid:

@@ -44,6 +44,7 @@ from ..pursuit.significance import (
     has_pursued_null,
     held_out_test,
     is_significant,
+    required,
     tests_on_rows,
     with_test,
 )
@@ -88,7 +89,7 @@ class HyperplaneSplitter(SplitterBase):
         max_node_bytes: float = 0.0,
     ):
         self.method, self.params, self.min_size, self.frame, self.test = method, params, min_size, frame, test
-        self.tested = test is not None
+        self.tested = required(test) is not None
         self.parallel, self.refine, self.max_node_bytes = parallel, refine, max_node_bytes
         self.root = None
         self.token: str | None = None
@@ -313,9 +314,9 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         return None
     if not data.chunked:  # on a Dask worker, arrays of n floats are allocated at every evaluation
         large_allocations_from_the_heap()
-    if test is None:
+    rows = rows_to_test(data, test.seed) if test is not None and has_pursued_null(method) else None
+    if test is None or rows is None and not test.required:  # no test, or a ranking test without a null to rank by
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
-    rows = rows_to_test(data, test.seed) if has_pursued_null(method) else None
     if rows is not None:
         if test.on_sample and rows is not data and not data.chunked:
             # a summary's node of memory-sized data: pursued on the rows it is tested on, as in memory (its least
@@ -324,12 +325,30 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
         starts = hp.per_start or (hp,)
         tests = tests_on_rows(method, rows, [s.v for s in starts], test)
-        return hp._replace(per_start=tuple(s._replace(stats={**s.stats, **t}) for s, t in zip(starts, tests)))
+        tested = (s._replace(stats={**s.stats, **t}) for s, t in zip(starts, tests))
+        return hp._replace(per_start=tuple(_where_significant(method, data, s, test, min_size) for s in tested))
     fit_rows, held = halves(data, test.seed, node)
     if fit_rows.n_samples < 2 or held.n_samples < 2:
         return None
     hp = find_hyperplane(method, fit_rows, min_size=min_size / 2, start=start, **params)
     return with_test(hp._replace(per_start=()), held)
+
+
+#: The parameter a split records where it was placed by the index's :meth:`significant_split`.
+PLACED = "placed_at"
+
+
+def _where_significant(method: str, data, hp: Hyperplane, test: SplitTest, min_size: float) -> Hyperplane:
+    """``hp``, or, where its direction is significant and its own split is not valid (MDH's hyperplane at the edge of
+    the alpha interval), the split the index places along it (:meth:`~lowdens_dask.indices.base.ProjectionIndex.
+    significant_split`: MDH's lowest density minimum between the modes), recorded in its ``params``."""
+    if hp.valid or not is_significant(hp.stats, test) or data.chunked:
+        return hp
+    placed = get_index(method).significant_split(data.project(hp.v), data.weights, hp.params, min_size)
+    if placed is None:
+        return hp
+    b, stats = placed
+    return hp._replace(b=float(b), valid=True, stats={**hp.stats, **stats}, params={**hp.params, PLACED: "density minimum"})
 
 
 def rows_to_test(data, seed: int):
@@ -359,9 +378,9 @@ def _combine(found: list[Hyperplane | None], method: str, test: SplitTest | None
     index = get_index(method)
     per_start = tuple(s for hp in found for s in hp.per_start or (hp,))
     best = best_of_starts(per_start, index)
-    if test is not None:  # the best start whose split is significant, else the best one, not valid
+    if test is not None:  # the best start whose split is significant, else the best one (not valid for "auto")
         significant = [s for s in per_start if s.valid and is_significant(s.stats, test)]
-        best = best_of_starts(significant, index) if significant else best._replace(valid=False)
+        best = best_of_starts(significant, index) if significant else best._replace(valid=best.valid and not test.required)
     return best._replace(
         n_evaluations=sum(hp.n_evaluations for hp in found),
         starts=tuple(v for hp in found for v in hp.starts),

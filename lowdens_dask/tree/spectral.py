@@ -22,7 +22,15 @@ import numpy as np
 
 from ..backend import InMemoryData
 from ..backend.frame import Frame
-from ..pursuit.significance import SplitTest, halves, has_pursued_null, held_out_test, is_significant, tests_on_rows
+from ..pursuit.significance import (
+    SplitTest,
+    halves,
+    has_pursued_null,
+    held_out_test,
+    is_significant,
+    required,
+    tests_on_rows,
+)
 from ..pursuit.spectral import SpectralSplit, spectral_split
 from .cluster_tree import Node
 from .rules import HyperplaneRule, NearestCentreRule, SplitRule
@@ -78,7 +86,7 @@ class SpectralSplitter(SplitterBase):
         max_per_chunk: int | None = None,
     ):
         self.method, self.params, self.min_side, self.frame, self.test = method, params, min_side, frame, test
-        self.tested = test is not None
+        self.tested = required(test) is not None
         self.original, self.spread = original, spread
         self.rng = np.random.default_rng(random_state)
         self.rows_per_microcluster, self.max_per_chunk = rows_per_microcluster, max_per_chunk
@@ -114,9 +122,10 @@ class SpectralSplitter(SplitterBase):
             V = start.rule.V if isinstance(start.rule, NearestCentreRule) else start.rule.v[:, None]
             v0 = self._in_frame(V) if V.shape[1] == self.params.get("n_components", 2) else None
         test = {}
-        if self.test is None or rows is not None and has_pursued_null(self.method):
+        on_rows = rows is not None and has_pursued_null(self.method)
+        if self.test is None or on_rows or not self.test.required:  # a ranking test needs the pursued null
             split = spectral_split(X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params)
-            if self.test is not None:  # tested on all of the node's rows against the pursued null
+            if self.test is not None and on_rows:  # tested on all of the node's rows against the pursued null
                 test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test)[0]
         else:
             points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
@@ -130,7 +139,7 @@ class SpectralSplitter(SplitterBase):
         stats = {"fval": split.value, "eigenvalue": split.eigenvalue, "balanced": float(split.balanced), **test}
         original = split_rule(split, self.frame)
         parts = sizes = None
-        valid = is_significant(stats, self.test)
+        valid = is_significant(stats, required(self.test))
         if valid:  # the sides now: a split that leaves one empty is not valid
             parts, sizes = self._split(data, split_rule(split), original)
             valid = min(sizes) > 0
