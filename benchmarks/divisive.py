@@ -82,15 +82,16 @@ TIME_RATIO_TARGET = 0.2
 #: Target for NCut and MC: single-thread warm time / PPCI's time, on each set where PPCI >= PPCI_MIN_SECONDS.
 PPCI_VARIANT_RATIO_TARGET = 0.1
 
-#: Estimators compared beside the default MDHClustering: name -> (estimator for K clusters, PPCI method).
+#: Estimators compared beside MDHClustering: name -> (estimator for K clusters, PPCI method). Each orders its leaves
+#: by its split index alone ("<index>-only"), PPCI's order, not significant splits first (issue 42).
 #: Variants with a PPCI method are fitted on PPCI's protocol (constant columns dropped) and compared with it.
 VARIANTS = {
-    "mdh-fval": (lambda k: MDHClustering(n_clusters=k, split_index="fval"), None),
-    "mdh-rdepth": (lambda k: MDHClustering(n_clusters=k, split_index="rdepth"), None),
-    "depddp": (lambda k: DePDDP(n_clusters=k), None),
-    "ncut": (lambda k: NCutClustering(n_clusters=k), "ncutdc"),
-    "mc": (lambda k: MCClustering(n_clusters=k, random_state=0), "mcdc"),
-    "scpp": (lambda k: SCPPClustering(n_clusters=k), "scpp"),
+    "mdh-fval": (lambda k: MDHClustering(n_clusters=k, split_index="fval-only"), None),
+    "mdh-rdepth": (lambda k: MDHClustering(n_clusters=k, split_index="rdepth-only"), None),
+    "depddp": (lambda k: DePDDP(n_clusters=k, split_index="fval-only"), None),
+    "ncut": (lambda k: NCutClustering(n_clusters=k, split_index="fval-only"), "ncutdc"),
+    "mc": (lambda k: MCClustering(n_clusters=k, random_state=0, split_index="Fdist-only"), "mcdc"),
+    "scpp": (lambda k: SCPPClustering(n_clusters=k, split_index="size-only"), "scpp"),
 }
 SINGLE_THREAD_ENV = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                        "MKL_NUM_THREADS")}
@@ -120,7 +121,7 @@ def drop_constant_columns(X) -> np.ndarray:
 
 
 def fit(X, k, variant=None):
-    make = (lambda k: MDHClustering(n_clusters=k)) if variant is None else VARIANTS[variant][0]
+    make = (lambda k: MDHClustering(n_clusters=k, split_index="size-only")) if variant is None else VARIANTS[variant][0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = make(k).fit(X)

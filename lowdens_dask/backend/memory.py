@@ -20,6 +20,25 @@ from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 DENSE_EIGH_MAX_FEATURES = 128
 
 
+def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows repeated exactly merged into one row each, whose weight is the sum of theirs (weights are frequencies),
+    in the order of their first occurrence: ``(rows, weights)``, ``X`` and ``weights`` themselves when no row repeats.
+    ``np.repeat(X, r, 0)`` and ``X`` with weights ``r`` give the same rows and weights, hence the same fit."""
+    if X.shape[0] < 2:
+        return X, weights
+    projection = np.sort(X @ np.random.default_rng(0).standard_normal(X.shape[1]))
+    if np.all(projection[1:] != projection[:-1]):  # distinct projections: distinct rows (the common case, fast)
+        return X, weights
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+    if first.size == X.shape[0]:
+        return X, weights
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    merged = np.bincount(rank[inverse.ravel()], weights=weights, minlength=order.size)
+    return np.ascontiguousarray(X[first[order]]), merged
+
+
 class InMemoryData:
     """Rows of a float64 matrix with non-negative frequency weights.
 

@@ -260,6 +260,8 @@ class MinimumDensityIndex(_KernelDensityIndex):
         cluster beyond it, relative depth 0) is split at the projection's lowest interior density minimum, as dePDDP
         places its split (issue 42, item 6); None where the density has no such minimum that leaves ``min_size`` on
         each side."""
+        if params.get("bandwidth") is None:  # a start that recorded no stage
+            return None
         index = DensityMinimumIndex(params["bandwidth"])
         split = index.evaluate(p, w, None)
         stats = index.accept(p, w, split, min_size) if math.isfinite(split.value) else None

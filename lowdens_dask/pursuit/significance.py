@@ -82,7 +82,16 @@ def half_indices(n: int, seed: int, node: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def halves(data, seed: int, node: int):
-    """The node's rows (or microclusters) in two random halves: ``(fit, test)`` (:func:`half_indices`)."""
+    """The node's rows (or microclusters) in two random halves: ``(fit, test)`` (:func:`half_indices`). Rows whose
+    weights are counts (whole numbers, a merged duplicate's) are halved copy by copy, as the repeated rows would be:
+    each of a row's copies goes to either half at random."""
+    w = data.weights
+    if data.spread is None and data.sample is None and np.any(w > 1) and np.all(w == np.round(w)):
+        counts = w.astype(np.int64)
+        first = np.random.default_rng([seed, node]).binomial(counts, 0.5)
+        return tuple(
+            type(data)(data.X[part > 0], part[part > 0].astype(np.float64)) for part in (first, counts - first)
+        )
     fit, test = half_indices(data.n_samples, seed, node)
     return data.take(fit), data.take(test)
 
@@ -104,9 +113,10 @@ def held_out_sample(data, v: np.ndarray) -> np.ndarray:
     counts = np.bincount(owner, minlength=len(w))
     within = np.arange(size) - (np.cumsum(counts) - counts)[owner]
     z = ndtri((within + 0.5) / counts[owner])
-    sd = np.zeros_like(p) if data.spread is None else np.sqrt(np.maximum(data.spread, 0.0))
-    # a row or microcluster of no spread stands for points near it, not c copies of one value: spread them
-    return spread_ties(p[owner] + sd[owner] * z)
+    if data.spread is None:  # weighted rows: a row of weight c is c copies of one value, a point mass
+        return p[owner]
+    # a microcluster (of no spread, too) stands for points near it, not c copies of one value: spread them
+    return spread_ties(p[owner] + np.sqrt(np.maximum(data.spread, 0.0))[owner] * z)
 
 
 def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
@@ -125,13 +135,32 @@ def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
     return {"dip": dip, "p_value": dip_pvalue(dip, n), "n_test": float(n), "p_floor": dip_pvalue(np.inf, n)}
 
 
+#: The least size at which weighted rows are tested, where their weights hold that many rows: the pursued null's
+#: smallest tabulated size. Two far-apart rows of weight 250 each are two point masses, tested as 16 rows of them.
+LEAST_TEST_SIZE = 16
+
+
+def effective_size(data) -> float:
+    """The number of rows the test counts for ``data``: its rows when unweighted; for weighted rows, Kish's effective
+    sample size ``(sum w)² / sum w²`` (a row repeated r times, or of weight r, counts once, so that duplicated
+    records are not read as structure: ``fit(np.repeat(X, r, 0))`` is tested as ``fit(X)``), but at least
+    :data:`LEAST_TEST_SIZE` where the weights hold that many rows (a few heavy rows are point masses)."""
+    w = data.weights
+    if np.all(w == 1.0):
+        return float(data.n_samples)
+    kish = float(w.sum() ** 2 / (w @ w)) if w.sum() > 0 else 0.0
+    return max(kish, min(float(w.sum()), LEAST_TEST_SIZE))
+
+
 def held_out_test(data, v: np.ndarray) -> dict:
     """The dip test of the held-out rows (or summary) ``data`` along ``v``. A summary's p-value is read at its
     number of microclusters (at most its rows), its resolution, not at the size of the smooth sample of
     :func:`held_out_sample`, which would count a small leaf's few microclusters as eight times as many points
-    (module docstring)."""
-    summary = data.spread is not None or not np.all(data.weights == 1.0)
-    n = min(max(round(data.total_weight), 2), data.n_samples) if summary else None
+    (module docstring); weighted rows' at their :func:`effective_size`."""
+    if data.spread is not None:
+        n = min(max(round(data.total_weight), 2), data.n_samples)
+    else:  # rows, weighted or not
+        n = effective_size(data)
     return unimodality_test(held_out_sample(data, v), n)
 
 
@@ -278,9 +307,9 @@ def dequantized(rows, seed: int, steps=None):
 
 def pursued_test(method: str, data, v: np.ndarray, d_eff: float) -> dict:
     """The test of a split along ``v`` found by the pursuit of ``method`` on the same rows ``data`` (all of the
-    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test``, ``d_eff`` and ``p_floor`` (the p-value of
-    an infinite statistic: the table's floor), what a node records."""
-    n = data.n_samples
+    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test`` (:func:`effective_size`), ``d_eff`` and
+    ``p_floor`` (the p-value of an infinite statistic: the table's floor), what a node records."""
+    n = effective_size(data)
     stats = unimodality_test(held_out_sample(data, v), n)
     p = pursued_pvalue(method, stats["dip"] * np.sqrt(n), n, d_eff)
     return {**stats, "p_value": p, "d_eff": float(d_eff), "p_floor": pursued_pvalue(method, np.inf, n, d_eff)}

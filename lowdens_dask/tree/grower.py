@@ -160,15 +160,13 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
     ranked = rules.test is not None and not rules.test.required  # an integer n_clusters: significant splits first
     lazy = rules.lazy and not ranked  # ranking needs every leaf's split
 
-    def score(leaf: int) -> tuple[bool, float, float, int]:
+    def score(leaf: int) -> tuple[bool, float, int]:
         c = found.get(leaf)
         value = float(rules.leaf_order(tree.nodes[leaf], leaves[leaf], None if c is None else c.found))
-        # ranked: significant splits first, then the others nearest to significance (the smallest p-value)
-        first = not ranked or (c is not None and is_significant(c.stats, rules.test))
-        nearest = 0.0 if first else -float(c.stats.get("p_value", 1.0))
-        return first, nearest, (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
+        first = not ranked or (c is not None and is_significant(c.stats, rules.test))  # ranked: significant first
+        return first, (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
 
-    def forced_score(leaf: int) -> tuple[float, tuple[bool, float, float, int]]:
+    def forced_score(leaf: int) -> tuple[float, tuple[bool, float, int]]:
         return splitter.forced_score(found[leaf]), score(leaf)
 
     def valid(leaf: int) -> bool:
