@@ -36,6 +36,7 @@ after every config, so partial results survive an interrupted run.
 
     python benchmarks/auto_k_null.py [--parts calibration,power,cost] [--methods A,B] [--draws 100]
                                      [--large-draws N] [--sizes 500,5000,100000] [--ks 2,5,10,20]
+                                     [--gaussian-dims 100,200,450,600]
                                      [--time-budget 900] [--resume] [--note TEXT] [--out FILE]
 """
 
@@ -315,11 +316,12 @@ def run_draws(store: Store, part: str, key: str, meta: dict, worker: Worker, kin
     return rec
 
 
-def calibration(store: Store, methods, sizes, draws: int, large_draws: int, budget: float, resume: bool) -> None:
+def calibration(store: Store, methods, sizes, draws: int, large_draws: int, budget: float, resume: bool,
+                nulls=NULLS) -> None:
     for method in methods:
         worker = Worker(method)
         try:
-            for dist, d in NULLS:
+            for dist, d in nulls:
                 for n in sizes:
                     planned = large_draws if n >= LARGE_N else draws
                     meta = {"method": method, "dist": dist, "d": d, "n": n}
@@ -523,6 +525,9 @@ def main(argv=None) -> None:
     parser.add_argument("--large-draws", type=int, default=None,
                         help=f"draws at n >= {LARGE_N:,} in calibration (default: --draws)")
     parser.add_argument("--sizes", default="500,5000,100000")
+    parser.add_argument("--gaussian-dims", default=None,
+                        help="calibration: the Gaussian nulls' dimensions (default 2,10,50 and the uniform's 2,10); "
+                             "given, only these Gaussian nulls are run (issue 42: 100,200,450,600)")
     parser.add_argument("--ks", default=",".join(map(str, POWER_KS)), help="the K of the power part")
     parser.add_argument("--time-budget", type=float, default=900.0, help="seconds per (method, config)")
     parser.add_argument("--resume", action="store_true",
@@ -560,7 +565,10 @@ def main(argv=None) -> None:
     signal.signal(signal.SIGTERM, terminated)
     try:
         if "calibration" in parts:
-            calibration(store, methods, sizes, args.draws, large_draws, args.time_budget, args.resume)
+            nulls = NULLS if args.gaussian_dims is None else tuple(
+                ("gaussian", int(d)) for d in args.gaussian_dims.split(",") if d
+            )
+            calibration(store, methods, sizes, args.draws, large_draws, args.time_budget, args.resume, nulls)
         if "power" in parts:
             power(store, methods, ks, args.draws, args.time_budget, args.resume)
         if "cost" in parts:

@@ -307,3 +307,37 @@ def test_effective_size_of_weighted_rows():
     assert effective_size(InMemoryData(X, np.full(300, 5.0))) == pytest.approx(300)
     assert effective_size(InMemoryData(X[:2], np.array([250.0, 250.0]))) == LEAST_TEST_SIZE
     assert effective_size(InMemoryData(X[:2], np.array([1.0, 2.0]))) == 3.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Issue 42, item 4: nulls valid in high dimension.
+
+
+@pytest.mark.parametrize("name", ["MDHClustering", "NCutClustering", "MCClustering", "DePDDP"])
+def test_a_gaussian_with_more_columns_than_rows_is_one_cluster(name):
+    """A standard Gaussian of 200 rows in 300 columns (NCut split such a sample into 14-16 clusters): beyond the
+    pursued null's table the split is found on half the rows and tested on the other half."""
+    X = np.random.default_rng(1).standard_normal((200, 300))
+    assert getattr(ld, name)(n_clusters="auto", random_state=0).fit(X).n_clusters_ == 1
+
+
+def test_a_scale_free_index_reads_the_null_at_the_span_s_dimension():
+    """MC's variance ratio ignores the projection's scale, so its pursuit reaches the low-variance directions too:
+    an anisotropic Gaussian (participation ratio 5.5 in 60 columns) was split into 30-39 clusters when the null was
+    read at 5.5."""
+    from lowdens_dask.pursuit.significance import effective_dimension, participation_ratio
+
+    X = np.random.default_rng(0).standard_normal((800, 60)) * np.arange(1, 61) ** -0.7
+    assert ld.MCClustering(n_clusters="auto", random_state=0).fit(X).n_clusters_ == 1
+    rows = InMemoryData(X)
+    assert participation_ratio(rows) < 6 and effective_dimension("mdh", rows, 800) == participation_ratio(rows)
+    assert effective_dimension("mc", rows, 800) == pytest.approx(60 * 800 / 860)
+
+
+def test_the_null_applies_within_the_table_s_reach():
+    from lowdens_dask.pursuit.significance import SplitTest, null_applies, table_reach
+
+    assert 55 < table_reach("ncut", 4096) < 64 and table_reach("ncut", 16) < 16
+    rng = np.random.default_rng(0)
+    assert null_applies("ncut", InMemoryData(rng.standard_normal((1000, 10))), SplitTest(0.01, 0)) is not None
+    assert null_applies("ncut", InMemoryData(rng.standard_normal((1000, 200))), SplitTest(0.01, 0)) is None

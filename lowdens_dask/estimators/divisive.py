@@ -198,9 +198,17 @@ class MDHClustering(_DivisiveClustering):
         split, against the dip of the splits the same pursuit finds in one-cluster samples of the leaf's size
         and effective dimension (:mod:`lowdens_dask.pursuit.significance`); the best significant start's split
         is made, and every node records its ``dip``, ``p_value``, ``n_test`` and ``d_eff`` in ``tree_`` (the
-        leaves their would-be split's).
+        leaves their would-be split's). A significant direction whose hyperplane lies at the edge of the alpha
+        interval (a small cluster beyond it) is split at its projection's lowest density minimum, as dePDDP
+        splits (the node's ``params["placed_at"]`` says so).
+    split_index : {"size", "fval", "rdepth"}, their "-only" forms, or callable, default="size"
         Which leaf to split next: the largest, the one whose hyperplane has the lowest density, or the
-        largest relative depth. A callable receives ``(X_leaf, hyperplane)`` and returns a number.
+        largest relative depth. For an integer ``n_clusters`` every leaf's best split is tested as ``"auto"``
+        tests it, and leaves whose split is significant go first (the one split decision of ``"auto"`` and a
+        told K: told the K that ``"auto"`` finds, the fit makes ``"auto"``'s splits, and forced or insignificant
+        splits come only after every significant one); the index orders the leaves within each group. The
+        "-only" forms order by the index alone, with no test (PPCI's ``mddc`` is ``"size-only"``); so does a
+        callable, which receives ``(X_leaf, hyperplane)`` and returns a number.
     min_size : float, default=1
         Each side of a split must hold at least this many points (total weight).
     force_n_clusters : bool, default=True
@@ -297,8 +305,9 @@ class PDDP(_DivisiveClustering):
     Parameters
     ----------
     n_clusters : int, None or "auto", default=8
-    split_index : {"scatter", "size"} or callable, default="scatter"
-        Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean).
+    split_index : {"scatter", "size"}, their "-only" forms, or callable, default="scatter"
+        Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean); significant
+        splits first, as for :class:`~lowdens_dask.MDHClustering`.
     min_size : float, default=1
     force_n_clusters : bool, default=True
     max_clusters, significance_level, decay
@@ -334,8 +343,9 @@ class DePDDP(_DivisiveClustering):
     Parameters
     ----------
     n_clusters : int, None or "auto", default=8
-    split_index : {"fval", "size"} or callable, default="fval"
-        "fval" splits the leaf whose minimum has the lowest density (the dePDDP rule).
+    split_index : {"fval", "size"}, their "-only" forms, or callable, default="fval"
+        "fval" splits the leaf whose minimum has the lowest density (the dePDDP rule); significant splits first, as
+        for :class:`~lowdens_dask.MDHClustering` ("fval-only": the rule alone).
     bandwidth : None, "silverman", float or callable, default=None
         As for :class:`~lowdens_dask.MDH` (a number lies in [1e-100, 1e100]).
     min_size : float, default=1
@@ -385,8 +395,9 @@ class IPDDP(_DivisiveClustering):
     Parameters
     ----------
     n_clusters : int, None or "auto", default=8
-    split_index : {"gap", "size"} or callable, default="gap"
-        "gap" splits the leaf with the widest gap (HiPart's rule), "size" the largest leaf.
+    split_index : {"gap", "size"}, their "-only" forms, or callable, default="gap"
+        "gap" splits the leaf with the widest gap (HiPart's rule), "size" the largest leaf; significant splits
+        first, as for :class:`~lowdens_dask.MDHClustering`.
     percentile : float, default=0.1
         Fraction of the points (total weight) on each side of the projection that no split may cut off.
     min_size : float, default=1

@@ -74,9 +74,10 @@ class NCutClustering(_DivisiveClustering):
     Parameters
     ----------
     n_clusters : int, None or "auto", default=8
-    split_index : {"fval", "size"} or callable, default="fval"
+    split_index : {"fval", "size"}, their "-only" forms, or callable, default="fval"
         "fval" splits the leaf whose hyperplane has the lowest normalised cut (index ``1 / (1 + ncut)``,
-        PPCI's), "size" the largest leaf.
+        PPCI's), "size" the largest leaf; significant splits first, as for :class:`~lowdens_dask.MDHClustering`
+        (PPCI's ``ncutdc`` order is "fval-only").
     min_size, force_n_clusters, max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     scale, v0, maxiter, ftol, standardize

@@ -150,10 +150,12 @@ _DIVISIVE_PARAMETERS_DOC = """    n_clusters : int or "auto", default=8
         ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
     max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
-    split_index : {"size", "fval"}, default="size"
+    split_index : {"size", "fval", "size-only", "fval-only"}, default="size"
         Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
-        the lowest λ₂ ("fval": every leaf's split is computed, about twice the work). With clusters of very
-        unequal sizes "size" splits large clusters before it separates small ones."""
+        the lowest λ₂ ("fval"). With an integer ``n_clusters``, leaves whose split is significant go first, as for
+        :class:`~lowdens_dask.MDHClustering` (every leaf's split is then computed, about twice the work); the
+        "-only" forms order by the index alone (the R package's order is "size-only"). With clusters of very
+        unequal sizes "size-only" splits large clusters before it separates small ones."""
 
 #: ``n_clusters="auto"`` without ``max_clusters``: each split is asked for the balance of this many clusters.
 AUTO_BALANCE_CLUSTERS = 10

@@ -91,10 +91,11 @@ class MCClustering(_DivisiveClustering):
     Parameters
     ----------
     n_clusters : int, None or "auto", default=8
-    split_index : {"Fdist", "fval", "size"} or callable, default="Fdist"
+    split_index : {"Fdist", "fval", "size"}, their "-only" forms, or callable, default="Fdist"
         "Fdist" (PPCI's default): below 2,000 rows the leaf whose variance ratio is least likely under the
         non-central F distribution of one cluster (:func:`f_distribution_index`), else the largest leaf;
-        "fval" the largest variance ratio; "size" the largest leaf.
+        "fval" the largest variance ratio; "size" the largest leaf. Significant splits first, as for
+        :class:`~lowdens_dask.MDHClustering` (PPCI's ``mcdc`` order is "Fdist-only").
     min_size, force_n_clusters, max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     v0, maxiter, ftol, random_state, standardize

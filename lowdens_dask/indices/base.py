@@ -126,6 +126,10 @@ class ProjectionIndex:
     fixed_direction: ClassVar[bool] = False
     #: Parameters of the node set-up (``for_node``) that are not pursuit options.
     setup_params: ClassVar[tuple[str, ...]] = ()
+    #: Whether the index's value along a direction is unchanged when the projection is rescaled (a ratio of
+    #: variances): its pursuit then reaches every direction of the rows' span alike, a low-variance one as well as
+    #: a high-variance one, and a test of its splits counts the span's dimensions, not the participation ratio.
+    scale_free: ClassVar[bool] = False
     #: Principal components the set-up needs (the default starts use them).
     n_components: ClassVar[int] = 1
 

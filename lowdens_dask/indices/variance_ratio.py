@@ -496,6 +496,7 @@ class VarianceRatioIndex(ProjectionIndex):
     """
 
     name = "mc"
+    scale_free = True
     setup_params = ("random_state",)
     n_components = 2
 

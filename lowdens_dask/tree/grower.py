@@ -14,7 +14,9 @@ Each step at a node answers one of:
   (an integer ``n_clusters``) and exceeded, the latest splits are merged back;
   after a summary-mode fit, a split that made a leaf no row reaches is merged back too
   (:func:`merge_unreached_leaves`);
-- **split**: the leaf that :attr:`GrowthRules.leaf_order` prefers among the leaves with a valid split is split, until
+- **split**: the leaf that :attr:`GrowthRules.leaf_order` prefers among the leaves with a valid split is split (for an
+  integer ``n_clusters`` with a ranking test, ``SplitTest.required`` False, leaves whose split is significant first:
+  the one split decision of ``"auto"`` and a told K), until
   :attr:`GrowthRules.n_clusters` leaves exist or none has a valid split. With ``lazy`` (a leaf order that needs
   no split, such as size) a leaf's split is found only when it is ranked first, which gives the same tree as
   finding every leaf's. With ``force`` (``force_n_clusters``), when no leaf has a valid split and fewer than
@@ -64,7 +66,8 @@ class GrowthRules(NamedTuple):
     no cap). ``leaf_order(node, data, found)`` scores a leaf, larger first (the ``split_index`` parameter) (``found`` is the splitter's own result, None
     for a leaf not yet searched when ``lazy``). ``merge``: an update may merge back splits that are no longer
     valid (``"auto"`` and None); with an integer ``n_clusters`` the leaf count is the user's and splits only move.
-    ``test``: the significance test of ``"auto"``, or None."""
+    ``test``: the significance test of ``"auto"`` (a split must pass it), or of an integer ``n_clusters``
+    (``required`` False: it ranks the leaves, significant splits first), or None."""
 
     n_clusters: int | None
     leaf_order: Callable = by_size

@@ -44,6 +44,7 @@ from ..pursuit.significance import (
     has_pursued_null,
     held_out_test,
     is_significant,
+    null_applies,
     required,
     tests_on_rows,
     with_test,
@@ -161,9 +162,11 @@ class HyperplaneSplitter(SplitterBase):
 
     def rule_test(self, node: int, data, rule) -> dict:
         v, _ = self.frame.from_original(rule.v, rule.b)
+        test = self.test or SplitTest(0.0, 0)
         rows = None if data.chunked or not has_pursued_null(self.method) else rows_to_test(data, 0)
-        if rows is not None:
-            return tests_on_rows(self.method, rows, [v], self.test or SplitTest(0.0, 0))[0]
+        d_eff = None if rows is None else null_applies(self.method, rows, test)
+        if d_eff is not None:
+            return tests_on_rows(self.method, rows, [v], test, d_eff)[0]
         return held_out_test(halves(data, 0 if self.test is None else self.test.seed, node)[1], v)
 
     # ------------------------------------------------------------------ making
@@ -315,6 +318,9 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
     if not data.chunked:  # on a Dask worker, arrays of n floats are allocated at every evaluation
         large_allocations_from_the_heap()
     rows = rows_to_test(data, test.seed) if test is not None and has_pursued_null(method) else None
+    d_eff = None if rows is None else null_applies(method, rows, test)
+    if d_eff is None:  # no null for these rows' size and dimension: sample splitting
+        rows = None
     if test is None or rows is None and not test.required:  # no test, or a ranking test without a null to rank by
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
     if rows is not None:
@@ -324,7 +330,7 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
             min_size, data = min_size * rows.total_weight / data.total_weight, rows
         hp = find_hyperplane(method, data, min_size=min_size, start=start, **params)
         starts = hp.per_start or (hp,)
-        tests = tests_on_rows(method, rows, [s.v for s in starts], test)
+        tests = tests_on_rows(method, rows, [s.v for s in starts], test, d_eff)
         tested = (s._replace(stats={**s.stats, **t}) for s, t in zip(starts, tests))
         return hp._replace(per_start=tuple(_where_significant(method, data, s, test, min_size) for s in tested))
     fit_rows, held = halves(data, test.seed, node)

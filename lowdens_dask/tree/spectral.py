@@ -28,6 +28,7 @@ from ..pursuit.significance import (
     has_pursued_null,
     held_out_test,
     is_significant,
+    null_applies,
     required,
     tests_on_rows,
 )
@@ -122,11 +123,12 @@ class SpectralSplitter(SplitterBase):
             V = start.rule.V if isinstance(start.rule, NearestCentreRule) else start.rule.v[:, None]
             v0 = self._in_frame(V) if V.shape[1] == self.params.get("n_components", 2) else None
         test = {}
-        on_rows = rows is not None and has_pursued_null(self.method)
-        if self.test is None or on_rows or not self.test.required:  # a ranking test needs the pursued null
+        on_rows = self.test is not None and rows is not None and has_pursued_null(self.method)
+        d_eff = null_applies(self.method, rows, self.test) if on_rows else None  # None: sample splitting
+        if self.test is None or d_eff is not None or not self.test.required:  # a ranking test needs the null
             split = spectral_split(X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params)
-            if self.test is not None and on_rows:  # tested on all of the node's rows against the pursued null
-                test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test)[0]
+            if d_eff is not None:  # tested on all of the node's rows against the pursued null
+                test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test, d_eff)[0]
         else:
             points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
             fit, held = halves(points, self.test.seed, node)
@@ -164,8 +166,10 @@ class SpectralSplitter(SplitterBase):
             u = rule.V @ (rule.centres[rule.sides].mean(axis=0) - rule.centres[~rule.sides].mean(axis=0))
         u = self._in_frame(u[:, None])[:, 0]
         if not data.chunked and self.spread == 0 and has_pursued_null(self.method):
-            rows = InMemoryData(data.X, data.weights)
-            return tests_on_rows(self.method, rows, [u], self.test or SplitTest(0.0, 0))[0]
+            rows, test = InMemoryData(data.X, data.weights), self.test or SplitTest(0.0, 0)
+            d_eff = null_applies(self.method, rows, test)
+            if d_eff is not None:
+                return tests_on_rows(self.method, rows, [u], test, d_eff)[0]
         seed = 0 if self.test is None else self.test.seed
         return held_out_test(halves(data, seed, node)[1], u)
 
