@@ -51,6 +51,7 @@ _GROWER = frozenset(
         "max_clusters",
         "max_microclusters",
         "max_node_bytes",
+        "min_cluster_size",
         "min_size",
         "mode",
         "n_clusters",

@@ -341,3 +341,21 @@ def test_the_null_applies_within_the_table_s_reach():
     rng = np.random.default_rng(0)
     assert null_applies("ncut", InMemoryData(rng.standard_normal((1000, 10))), SplitTest(0.01, 0)) is not None
     assert null_applies("ncut", InMemoryData(rng.standard_normal((1000, 200))), SplitTest(0.01, 0)) is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Issue 42, item 3: substance beside significance.
+
+
+def test_min_cluster_size_keeps_a_small_significant_group_whole():
+    """Two tight groups (500 and 40 rows) far apart: significant either way; with min_cluster_size above the small
+    group's share (40 / 540 = 7.4%), the split is not made; below it (and at the default), it is; a count works
+    like a share."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(500, 2)), rng.normal(size=(40, 2)) * 0.3 + [12.0, 0.0]])
+    fit = lambda size: ld.MDHClustering(n_clusters="auto", random_state=0, min_cluster_size=size).fit(X)  # noqa: E731
+    assert fit(0.05).n_clusters_ == 2 and fit(0.01).n_clusters_ == 2 and fit(40).n_clusters_ == 2
+    assert fit(0.1).n_clusters_ == 1 and fit(41).n_clusters_ == 1
+    assert ld.MDHClustering(n_clusters=2, min_cluster_size=0.5).fit(X).n_clusters_ == 2  # told K: no effect
+    with pytest.raises(ValueError, match="min_cluster_size"):
+        ld.MDHClustering(n_clusters="auto", min_cluster_size=-0.1).fit(X)

@@ -175,6 +175,7 @@ ANNOTATIONS = {
     "n_components": "int",
     "split_index": "str | Callable",
     "min_size": "float",
+    "min_cluster_size": "float",
     "force_n_clusters": "bool",
     "max_clusters": "int | None",
     "significance_level": "float",
@@ -213,9 +214,14 @@ SCALE_OUT_DEFAULTS = {
     "max_node_bytes": "auto",
 }
 
+#: ``n_clusters="auto"``: the least share of the rows fitted that each side of a split holds (``min_cluster_size``'s
+#: default; see benchmarks/results/split-decision.md for its measurement).
+MIN_CLUSTER_SIZE = 0.01
+
 #: The growth parameters of the divisive estimators (``split_index``'s default is each estimator's own).
 DIVISIVE_DEFAULTS = {
     "min_size": 1,
+    "min_cluster_size": MIN_CLUSTER_SIZE,
     "force_n_clusters": True,
     "max_clusters": None,
     "significance_level": 0.01,

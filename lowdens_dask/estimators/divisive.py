@@ -58,6 +58,11 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
             raise ValueError(f"{name}: split_index must be one of {names} or a callable; got {self.split_index!r}.")
         if not (isinstance(self.min_size, numbers.Real) and self.min_size > 0):
             raise ValueError(f"{name}: min_size must be a positive number; got {self.min_size!r}.")
+        size = self.min_cluster_size
+        if not (isinstance(size, numbers.Real) and not isinstance(size, bool) and 0 <= size and np.isfinite(size)):
+            raise ValueError(
+                f"{name}: min_cluster_size must be a share of the rows in [0, 1) or a number of rows >= 1; got {size!r}."
+            )
         if not isinstance(self.force_n_clusters, (bool, np.bool_)):
             raise ValueError(f"{name}: force_n_clusters must be True or False; got {self.force_n_clusters!r}.")
 
@@ -111,13 +116,23 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
 
     def _splitter(self, frame, test, data, *, parallel=0, refine=None, original=None):
         return HyperplaneSplitter(
-            self._method, self._index_params(), self.min_size, frame, test, parallel=parallel, refine=refine,
-            max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
+            self._method, self._index_params(), self._least_side(data.total_weight), frame, test, parallel=parallel,
+            refine=refine, max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
         )  # fmt: skip
+
+    def _least_side(self, total: float) -> float:
+        """The least weight each side of a split holds: ``min_size``, and with ``n_clusters="auto"``
+        ``min_cluster_size`` (a share of the ``total`` rows fitted, or a number of rows): a split must be substantial
+        as well as significant, so that a large sample keeps the clusters of the population it was drawn from, not
+        the clumps of its rows, which a consistent test resolves at any size."""
+        if not (isinstance(self.n_clusters, str) and self.n_clusters == "auto"):
+            return self.min_size
+        size = self.min_cluster_size
+        return max(self.min_size, size * total if size < 1 else size)
 
     def _tree_params(self) -> dict:
         """The parameters the tree records."""
-        return {**self._index_params(), "min_size": self.min_size}
+        return {**self._index_params(), "min_size": self.min_size, "min_cluster_size": self.min_cluster_size}
 
     def _leaf_order(self, node, data, hp: Hyperplane | None) -> float:
         if callable(self.split_index):
@@ -211,6 +226,10 @@ class MDHClustering(_DivisiveClustering):
         callable, which receives ``(X_leaf, hyperplane)`` and returns a number.
     min_size : float, default=1
         Each side of a split must hold at least this many points (total weight).
+    min_cluster_size : float, default=0.01
+        With ``n_clusters="auto"``: each side of a split must also hold at least this share of the rows fitted (a
+        number below 1) or this many rows (1 or more): a split must be substantial as well as significant, since a
+        consistent test on a large sample resolves every tight clump of its rows. 0 splits while significant.
     force_n_clusters : bool, default=True
         When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, split the leaf whose best
         hyperplane the projection index prefers (for MDH and dePDDP, the one through the lowest density; ties to
@@ -309,6 +328,8 @@ class PDDP(_DivisiveClustering):
         Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean); significant
         splits first, as for :class:`~lowdens_dask.MDHClustering`.
     min_size : float, default=1
+    min_cluster_size : float, default=0.01
+        As for :class:`~lowdens_dask.MDHClustering`.
     force_n_clusters : bool, default=True
     max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
@@ -349,6 +370,8 @@ class DePDDP(_DivisiveClustering):
     bandwidth : None, "silverman", float or callable, default=None
         As for :class:`~lowdens_dask.MDH` (a number lies in [1e-100, 1e100]).
     min_size : float, default=1
+    min_cluster_size : float, default=0.01
+        As for :class:`~lowdens_dask.MDHClustering`.
     force_n_clusters : bool, default=True
         As for :class:`~lowdens_dask.MDHClustering`; a leaf with a unimodal projection is then split at
         its mean (PDDP's split).
@@ -401,6 +424,8 @@ class IPDDP(_DivisiveClustering):
     percentile : float, default=0.1
         Fraction of the points (total weight) on each side of the projection that no split may cut off.
     min_size : float, default=1
+    min_cluster_size : float, default=0.01
+        As for :class:`~lowdens_dask.MDHClustering`.
     force_n_clusters : bool, default=True
     max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.

@@ -78,7 +78,7 @@ class NCutClustering(_DivisiveClustering):
         "fval" splits the leaf whose hyperplane has the lowest normalised cut (index ``1 / (1 + ncut)``,
         PPCI's), "size" the largest leaf; significant splits first, as for :class:`~lowdens_dask.MDHClustering`
         (PPCI's ``ncutdc`` order is "fval-only").
-    min_size, force_n_clusters, max_clusters, significance_level, decay
+    min_size, min_cluster_size, force_n_clusters, max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     scale, v0, maxiter, ftol, standardize
         As for :class:`NCutH`, applied at every node (``v0`` None or a callable of the node's rows).

@@ -96,7 +96,7 @@ class MCClustering(_DivisiveClustering):
         non-central F distribution of one cluster (:func:`f_distribution_index`), else the largest leaf;
         "fval" the largest variance ratio; "size" the largest leaf. Significant splits first, as for
         :class:`~lowdens_dask.MDHClustering` (PPCI's ``mcdc`` order is "Fdist-only").
-    min_size, force_n_clusters, max_clusters, significance_level, decay
+    min_size, min_cluster_size, force_n_clusters, max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
     v0, maxiter, ftol, random_state, standardize
         As for :class:`MCH`, applied at every node (``v0`` None or a callable of the node's rows).
