@@ -307,6 +307,8 @@ def test_effective_size_of_weighted_rows():
     assert effective_size(InMemoryData(X, np.full(300, 5.0))) == pytest.approx(300)
     assert effective_size(InMemoryData(X[:2], np.array([250.0, 250.0]))) == LEAST_TEST_SIZE
     assert effective_size(InMemoryData(X[:2], np.array([1.0, 2.0]))) == 3.0
+    assert effective_size(InMemoryData(X[:3], np.array([1000.0, 1.0, 0.0]))) == LEAST_TEST_SIZE
+    assert effective_size(InMemoryData(X, np.r_[1000.0, np.ones(299)])) == 300  # a heavy row counts once
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -39,6 +39,41 @@ def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
     return np.ascontiguousarray(X[first[order]]), merged
 
 
+#: :func:`merge_near_copies`: rows nearer to an earlier row than this share of the rows' median distance to their
+#: ``NEAR_COPY_NEIGHBOUR``-th nearest row are copies of it (the scale of the rows' spacing, which a row's few copies
+#: do not set).
+NEAR_COPY_SHARE, NEAR_COPY_NEIGHBOUR = 0.05, 5
+
+
+def merge_near_copies(X: np.ndarray, weights: np.ndarray, share: float = NEAR_COPY_SHARE):
+    """Rows within ``share`` of the rows' spacing (:data:`NEAR_COPY_SHARE`) of an earlier row merged into it, their weights
+    summed (:func:`merge_duplicates` with a tolerance): ``(rows, weights, kept)``, ``kept`` the positions of the rows
+    kept. A row seen again with a small change (an update's batch that repeats the fitted rows, shifted by 0.01) is
+    the same record, not a second observation."""
+    n = X.shape[0]
+    if n <= NEAR_COPY_NEIGHBOUR:
+        return X, weights, np.arange(n)
+    from scipy.spatial import cKDTree
+
+    distances, neighbours = cKDTree(X).query(X, k=NEAR_COPY_NEIGHBOUR + 1)
+    tolerance = share * float(np.median(distances[:, -1]))
+    distance, nearest = distances[:, 1], neighbours[:, 1]
+    parent = np.arange(n)
+    close = (distance <= tolerance) & (nearest < parent)
+    parent[close] = nearest[close]
+    while True:  # each row to the earliest row of its chain
+        root = parent[parent]
+        if np.array_equal(root, parent):
+            break
+        parent = root
+    kept = np.flatnonzero(parent == np.arange(n))
+    if kept.size == n:
+        return X, weights, kept
+    rank = np.empty(n, dtype=np.int64)
+    rank[kept] = np.arange(kept.size)
+    return X[kept], np.bincount(rank[parent], weights=weights, minlength=kept.size), kept
+
+
 class InMemoryData:
     """Rows of a float64 matrix with non-negative frequency weights.
 

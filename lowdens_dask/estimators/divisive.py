@@ -11,6 +11,7 @@ import numpy as np
 
 from .._warnings import warn
 from ..backend import InMemoryData
+from ..backend.memory import merge_near_copies
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.workers import task_slots
 from ..indices import DEFAULT_ALPHAS
@@ -89,11 +90,13 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
     def _grow_update(self, summary: ClusterSummary, old_weights: np.ndarray) -> Growth:
         """Grow ``tree_`` on the merged summary by the rules of a fit (:meth:`_rules`)."""
         frame, Z, spread = self._in_frame(summary.means, summary.weights, summary.spread)
-        sample = sample_in_frame(summary.sample, frame, summary.sample_row_weights())
+        # rows seen again, or nearly (a batch that repeats the fitted rows), are tested once, as a fit tests them
+        rows, weights, _ = merge_near_copies(summary.sample, summary.sample_row_weights())
+        sample = sample_in_frame(rows, frame, weights)
         points = InMemoryData(Z, summary.weights, spread, sample=sample)
         rules = self._rules()
         splitter = self._splitter(frame, rules.test, points, parallel=task_slots(), original=summary.means)
-        history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights, summary.sample)
+        history = History(summary.means, np.asarray(summary.spread, dtype=np.float64), old_weights, rows)
         with single_threaded_blas():
             return grow(self.tree_, points, splitter, rules, history=history)
 

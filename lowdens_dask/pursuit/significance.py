@@ -142,15 +142,14 @@ LEAST_TEST_SIZE = 16
 
 
 def effective_size(data) -> float:
-    """The number of rows the test counts for ``data``: its rows when unweighted; for weighted rows, Kish's effective
-    sample size ``(sum w)² / sum w²`` (a row repeated r times, or of weight r, counts once, so that duplicated
-    records are not read as structure: ``fit(np.repeat(X, r, 0))`` is tested as ``fit(X)``), but at least
-    :data:`LEAST_TEST_SIZE` where the weights hold that many rows (a few heavy rows are point masses)."""
+    """The number of rows the test counts for ``data``: its rows, each once whatever its weight (a row repeated r
+    times, merged into one row of weight r, counts once, so that duplicated records are not read as structure:
+    ``fit(np.repeat(X, r, 0))`` is tested as ``fit(X)``), but at least :data:`LEAST_TEST_SIZE` where the weights
+    hold that many rows (a few heavy rows are point masses). The weights still shape the distribution tested."""
     w = data.weights
     if np.all(w == 1.0):
         return float(data.n_samples)
-    kish = float(w.sum() ** 2 / (w @ w)) if w.sum() > 0 else 0.0
-    return max(kish, min(float(w.sum()), LEAST_TEST_SIZE))
+    return max(float(np.count_nonzero(w > 0)), min(float(w.sum()), LEAST_TEST_SIZE))
 
 
 def held_out_test(data, v: np.ndarray) -> dict:
