@@ -216,7 +216,7 @@ SCALE_OUT_DEFAULTS = {
 
 #: ``n_clusters="auto"``: the least share of the rows fitted that each side of a split holds (``min_cluster_size``'s
 #: default; see benchmarks/results/split-decision.md for its measurement).
-MIN_CLUSTER_SIZE = 0.01
+MIN_CLUSTER_SIZE = 0.005
 
 #: The growth parameters of the divisive estimators (``split_index``'s default is each estimator's own).
 DIVISIVE_DEFAULTS = {

@@ -229,7 +229,7 @@ class MDHClustering(_DivisiveClustering):
         callable, which receives ``(X_leaf, hyperplane)`` and returns a number.
     min_size : float, default=1
         Each side of a split must hold at least this many points (total weight).
-    min_cluster_size : float, default=0.01
+    min_cluster_size : float, default=0.005
         With ``n_clusters="auto"``: each side of a split must also hold at least this share of the rows fitted (a
         number below 1) or this many rows (1 or more): a split must be substantial as well as significant, since a
         consistent test on a large sample resolves every tight clump of its rows. 0 splits while significant.
@@ -331,7 +331,7 @@ class PDDP(_DivisiveClustering):
         Boley's rule splits the leaf with the largest scatter (sum of squared distances to its mean); significant
         splits first, as for :class:`~lowdens_dask.MDHClustering`.
     min_size : float, default=1
-    min_cluster_size : float, default=0.01
+    min_cluster_size : float, default=0.005
         As for :class:`~lowdens_dask.MDHClustering`.
     force_n_clusters : bool, default=True
     max_clusters, significance_level, decay
@@ -373,7 +373,7 @@ class DePDDP(_DivisiveClustering):
     bandwidth : None, "silverman", float or callable, default=None
         As for :class:`~lowdens_dask.MDH` (a number lies in [1e-100, 1e100]).
     min_size : float, default=1
-    min_cluster_size : float, default=0.01
+    min_cluster_size : float, default=0.005
         As for :class:`~lowdens_dask.MDHClustering`.
     force_n_clusters : bool, default=True
         As for :class:`~lowdens_dask.MDHClustering`; a leaf with a unimodal projection is then split at
@@ -427,7 +427,7 @@ class IPDDP(_DivisiveClustering):
     percentile : float, default=0.1
         Fraction of the points (total weight) on each side of the projection that no split may cut off.
     min_size : float, default=1
-    min_cluster_size : float, default=0.01
+    min_cluster_size : float, default=0.005
         As for :class:`~lowdens_dask.MDHClustering`.
     force_n_clusters : bool, default=True
     max_clusters, significance_level, decay
