@@ -677,6 +677,12 @@ def _demo(args) -> int:
         f"clusters: {metrics['n_leaves']} found ({n_classes} classes); adjusted Rand {metrics['adjusted_rand']:.3f}, "
         f"purity {metrics['purity']:.3f}, V-measure {metrics['v_measure']:.3f}"
     )
+    print(
+        "auto splits a cluster only while its split is significant (p < significance_level, 0.01) and leaves "
+        "min_cluster_size (0.5% of the rows) on each side; for more clusters: --param significance_level=0.05, or "
+        "--n-clusters K; for fewer: --param significance_level=0.001, --param min_cluster_size=0.02 or "
+        "--param max_clusters=K"
+    )
     if metrics["n_leaves"] > 1:
         written = _save_plots(run, X, y, out / "plots", max_points=2000)
         print(f"plots: {out / 'plots'} ({', '.join(sorted(p.name for p in written.values()))})")

@@ -311,12 +311,11 @@ def dequantized(rows, seed: int, steps=None):
     return type(rows)(X + noise, w)
 
 
-def pursued_test(method: str, data, v: np.ndarray, d_eff: float, n: float | None = None) -> dict:
+def pursued_test(method: str, data, v: np.ndarray, d_eff: float) -> dict:
     """The test of a split along ``v`` found by the pursuit of ``method`` on the same rows ``data`` (all of the
-    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test`` (``n``, by default
-    :func:`effective_size`), ``d_eff`` and ``p_floor`` (the p-value of an infinite statistic: the table's floor),
-    what a node records."""
-    n = effective_size(data) if n is None else n
+    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test`` (:func:`effective_size`), ``d_eff`` and
+    ``p_floor`` (the p-value of an infinite statistic: the table's floor), what a node records."""
+    n = effective_size(data)
     stats = unimodality_test(held_out_sample(data, v), n)
     p = pursued_pvalue(method, stats["dip"] * np.sqrt(n), n, d_eff)
     return {**stats, "p_value": p, "d_eff": float(d_eff), "p_floor": pursued_pvalue(method, np.inf, n, d_eff)}
@@ -346,9 +345,8 @@ def tests_on_rows(method: str, rows, directions, test: SplitTest, d_eff: float |
     gridded columns dequantized (:func:`dequantized` by ``test.grid``, from ``test.seed``) and the effective
     dimension computed once, on the rows tested (``d_eff``, where :func:`null_applies` computed it)."""
     rows = dequantized(rows, test.seed, test.grid)
-    n = effective_size(rows)
-    d_eff = effective_dimension(method, rows, n) if d_eff is None else d_eff
-    return [pursued_test(method, rows, v, d_eff, n) for v in directions]
+    d_eff = effective_dimension(method, rows, effective_size(rows)) if d_eff is None else d_eff
+    return [pursued_test(method, rows, v, d_eff) for v in directions]
 
 
 def table_reach(method: str, n: float) -> float:

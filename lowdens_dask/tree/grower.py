@@ -163,14 +163,10 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
     ranked = rules.test is not None and not rules.test.required  # an integer n_clusters: significant splits first
     lazy = rules.lazy and not ranked  # ranking needs every leaf's split
 
-    def significant(leaf: int) -> bool:
-        c = found.get(leaf)
-        return c is not None and is_significant(c.stats, rules.test)
-
     def score(leaf: int) -> tuple[bool, float, int]:
         c = found.get(leaf)
         value = float(rules.leaf_order(tree.nodes[leaf], leaves[leaf], None if c is None else c.found))
-        first = not ranked or significant(leaf)
+        first = not ranked or (c is not None and is_significant(c.stats, rules.test))
         return first, (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
 
     def forced_score(leaf: int) -> tuple[float, tuple[bool, float, int]]:

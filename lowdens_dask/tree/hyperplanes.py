@@ -318,12 +318,10 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
     if not data.chunked:  # on a Dask worker, arrays of n floats are allocated at every evaluation
         large_allocations_from_the_heap()
     rows = rows_to_test(data, test.seed) if test is not None and has_pursued_null(method) else None
-    d_eff = None if rows is None else null_applies(method, rows, test)
-    if d_eff is None:  # no null for these rows' size and dimension: sample splitting
-        rows = None
-    if test is None or rows is None and not test.required:  # no test, or a ranking test without a null to rank by
+    d_eff = None if rows is None else null_applies(method, rows, test)  # None: no null here, sample splitting
+    if test is None or d_eff is None and not test.required:  # no test, or a ranking test without a null to rank by
         return find_hyperplane(method, data, min_size=min_size, start=start, **params)
-    if rows is not None:
+    if d_eff is not None:
         if test.on_sample and rows is not data and not data.chunked:
             # a summary's node of memory-sized data: pursued on the rows it is tested on, as in memory (its least
             # size scaled to the sample), the pursuit the null was simulated for
