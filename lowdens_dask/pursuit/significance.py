@@ -298,9 +298,8 @@ def dequantized(rows, seed: int, steps=None):
     tied rows would read as departures from unimodality along most directions (the multivariate counterpart of
     :func:`~lowdens_dask.kernels.dip.spread_ties`, which spreads the ties a summary's representation makes).
     ``rows`` unchanged when no column is gridded. Rows whose weights are counts (merged duplicates) are the copies
-    they stand for, each dequantized on its own: rows tied on a grid are the grid's rounding of distinct
-    observations (an ordinal table's), and are counted as such, while rows repeated exactly off any grid are
-    duplicated records, counted once (:func:`effective_size`)."""
+    they stand for, each dequantized on its own (tied rows of a grid are its rounding of observations that differ),
+    though the test still counts each merged row once (:func:`tests_on_rows`)."""
     steps = grid_steps(rows.X) if steps is None else np.asarray(steps, dtype=float)
     if not steps.any():
         return rows
@@ -311,11 +310,12 @@ def dequantized(rows, seed: int, steps=None):
     return type(rows)(X + noise, w)
 
 
-def pursued_test(method: str, data, v: np.ndarray, d_eff: float) -> dict:
+def pursued_test(method: str, data, v: np.ndarray, d_eff: float, n: float | None = None) -> dict:
     """The test of a split along ``v`` found by the pursuit of ``method`` on the same rows ``data`` (all of the
-    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test`` (:func:`effective_size`), ``d_eff`` and
-    ``p_floor`` (the p-value of an infinite statistic: the table's floor), what a node records."""
-    n = effective_size(data)
+    node's rows): ``dip``, ``p_value`` (:func:`pursued_pvalue`), ``n_test`` (``n``: by default
+    :func:`effective_size`), ``d_eff`` and ``p_floor`` (the p-value of an infinite statistic: the table's floor),
+    what a node records."""
+    n = effective_size(data) if n is None else n
     stats = unimodality_test(held_out_sample(data, v), n)
     p = pursued_pvalue(method, stats["dip"] * np.sqrt(n), n, d_eff)
     return {**stats, "p_value": p, "d_eff": float(d_eff), "p_floor": pursued_pvalue(method, np.inf, n, d_eff)}
@@ -344,9 +344,10 @@ def tests_on_rows(method: str, rows, directions, test: SplitTest, d_eff: float |
     """:func:`pursued_test` of each direction on ``rows`` (a node's rows, or the sample of them it is tested on),
     gridded columns dequantized (:func:`dequantized` by ``test.grid``, from ``test.seed``) and the effective
     dimension computed once, on the rows tested (``d_eff``, where :func:`null_applies` computed it)."""
+    n = effective_size(rows)  # counted before dequantizing: a merged row's copies count once
     rows = dequantized(rows, test.seed, test.grid)
-    d_eff = effective_dimension(method, rows, effective_size(rows)) if d_eff is None else d_eff
-    return [pursued_test(method, rows, v, d_eff) for v in directions]
+    d_eff = effective_dimension(method, rows, n) if d_eff is None else d_eff
+    return [pursued_test(method, rows, v, d_eff, n) for v in directions]
 
 
 def table_reach(method: str, n: float) -> float:
@@ -367,9 +368,8 @@ def null_applies(method: str, rows, test: SplitTest) -> float | None:
     no null (with as many effective dimensions as rows, a pursuit finds a bimodal direction in any sample: a
     standard Gaussian of 600 rows in 450 columns was split into 14-16 clusters), and the node is tested by sample
     splitting instead, valid in any dimension."""
-    rows = dequantized(rows, test.seed, test.grid)
     n = effective_size(rows)
-    d_eff = effective_dimension(method, rows, n)
+    d_eff = effective_dimension(method, dequantized(rows, test.seed, test.grid), n)
     return d_eff if d_eff <= table_reach(method, n) else None
 
 
