@@ -404,7 +404,7 @@ def _verdict(share: float | None, target: float, rec: dict) -> str:
 
 def render_calibration(recs: dict) -> tuple[str, list[str]]:
     rows, below = [], []
-    for rec in sorted(recs.values(), key=lambda r: (_order(r["method"]), NULLS.index((r["dist"], r["d"])), r["n"])):
+    for rec in sorted(recs.values(), key=lambda r: (_order(r["method"]), r["dist"] != "gaussian", r["d"], r["n"])):
         ks = [r["k"] for r in rec["results"]]
         n_ok = len(ks) + len(rec["errors"])
         share = ks.count(1) / n_ok if n_ok else None

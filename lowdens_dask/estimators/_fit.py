@@ -25,7 +25,6 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._warnings import warn
 from ..backend import as_dask_array
 from ..backend.chunked import ChunkedNode
-from ..backend.memory import merge_duplicates
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.passes import PassCounter
 from ..backend.workers import check_worker_memory, chunk_bytes
@@ -167,8 +166,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
 
     def _fit_in_memory(self, X, sample_weight):
         X, weights, finite = check_fit_rows(self, X, sample_weight)
-        growth = self._grow_rows(*merge_duplicates(X, weights))  # a repeated row is one row of its total weight
-        self._set_fitted(growth, n_nonfinite_=0 if finite is None else int((~finite).sum()))
+        self._set_fitted(self._grow_rows(X, weights), n_nonfinite_=0 if finite is None else int((~finite).sum()))
         self.labels_ = labels_with_skipped(self._predict_rows(X), finite)
         self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
         if self._updatable:
@@ -180,7 +178,6 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         into memory in one pass and fitted as rows."""
         start = time.perf_counter()
         rows, weights, n_nonfinite = read_small_input(self, arr)
-        rows, weights = merge_duplicates(rows, weights)
         read = time.perf_counter()
         growth = self._grow_rows(rows, weights)
         attributes = {"n_features_in_": arr.shape[1], "n_nonfinite_": n_nonfinite}

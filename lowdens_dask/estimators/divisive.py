@@ -135,7 +135,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
 
     def _tree_params(self) -> dict:
         """The parameters the tree records."""
-        return {**self._index_params(), "min_size": self.min_size, "min_cluster_size": self.min_cluster_size}
+        return {**self._index_params(), "min_size": self.min_size}
 
     def _leaf_order(self, node, data, hp: Hyperplane | None) -> float:
         if callable(self.split_index):

@@ -40,6 +40,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtri
 
+from ..backend.memory import merge_duplicates
 from ..indices import INDICES
 from ..kernels.dip import dip_pvalue, dip_statistic, spread_ties
 from .hyperplanes import Hyperplane
@@ -139,6 +140,17 @@ def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
 #: The least size at which weighted rows are tested, where their weights hold that many rows: the pursued null's
 #: smallest tabulated size. Two far-apart rows of weight 250 each are two point masses, tested as 16 rows of them.
 LEAST_TEST_SIZE = 16
+
+
+def merged(rows):
+    """``rows`` with rows repeated exactly merged into one row of their total weight
+    (:func:`~lowdens_dask.backend.memory.merge_duplicates`): a repeated row is a frequency weight, and the test
+    counts it once (:func:`effective_size`), so that ``np.repeat(X, r, 0)`` is tested as ``X`` with weights ``r``.
+    Summaries (``spread``) are unchanged."""
+    if rows.spread is not None:
+        return rows
+    X, w = merge_duplicates(rows.X, rows.weights)
+    return rows if X is rows.X else type(rows)(X, w)
 
 
 def effective_size(data) -> float:
@@ -344,6 +356,7 @@ def tests_on_rows(method: str, rows, directions, test: SplitTest, d_eff: float |
     """:func:`pursued_test` of each direction on ``rows`` (a node's rows, or the sample of them it is tested on),
     gridded columns dequantized (:func:`dequantized` by ``test.grid``, from ``test.seed``) and the effective
     dimension computed once, on the rows tested (``d_eff``, where :func:`null_applies` computed it)."""
+    rows = merged(rows)
     n = effective_size(rows)  # counted before dequantizing: a merged row's copies count once
     rows = dequantized(rows, test.seed, test.grid)
     d_eff = effective_dimension(method, rows, n) if d_eff is None else d_eff
@@ -368,6 +381,7 @@ def null_applies(method: str, rows, test: SplitTest) -> float | None:
     no null (with as many effective dimensions as rows, a pursuit finds a bimodal direction in any sample: a
     standard Gaussian of 600 rows in 450 columns was split into 14-16 clusters), and the node is tested by sample
     splitting instead, valid in any dimension."""
+    rows = merged(rows)
     n = effective_size(rows)
     d_eff = effective_dimension(method, dequantized(rows, test.seed, test.grid), n)
     return d_eff if d_eff <= table_reach(method, n) else None
