@@ -124,10 +124,14 @@ def test_summary_mode_is_reproducible_given_random_state():
 )
 def test_summary_agrees_with_exact_mode(name, k, refine, min_ari):
     """Summary mode at one microcluster per 20 rows against exact mode, pinned just below the measured
-    agreement (benchmarks/results/scale.md has all ten data sets)."""
+    agreement (benchmarks/results/scale.md has all ten data sets). In PPCI's leaf order ("size-only"): the default
+    ranks leaves by their tests, whose p-values a summary's sample and the rows give apart near the level (satellite:
+    the rows' fit rose from 0.559 to 0.669 ARI against the classes, the summary's stayed at 0.560)."""
     X, y = load_dataset(name)
-    exact = MDHClustering(n_clusters=k).fit(X)
-    summary = MDHClustering(n_clusters=k, mode="summary", rows_per_microcluster=20, random_state=0, refine=refine)
+    exact = MDHClustering(n_clusters=k, split_index="size-only").fit(X)
+    summary = MDHClustering(
+        n_clusters=k, mode="summary", rows_per_microcluster=20, random_state=0, refine=refine, split_index="size-only"
+    )
     summary.fit(X)
     assert summary.n_microclusters_ <= len(X) / 20 + 1
     assert adjusted_rand_score(exact.labels_, summary.labels_) >= min_ari
@@ -276,7 +280,8 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     monkeypatch.setattr(framed_growth, "task_slots", lambda: slots)
     monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)  # every split in tasks, as for large summaries
     X, _ = mixture(n=20_000, k=6, seed=4)
-    model = MDHClustering(n_clusters=6, mode="summary", random_state=0)
+    # the lazy order of "size-only" (a ranking test finds every leaf's split)
+    model = MDHClustering(n_clusters=6, mode="summary", random_state=0, split_index="size-only")
     with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.tree.hyperplanes"):
         model.fit(X)
     computed = len([r for r in caplog.records if r.getMessage().startswith("node ")])

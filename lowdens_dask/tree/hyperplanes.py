@@ -110,7 +110,8 @@ class HyperplaneSplitter(SplitterBase):
             # data, whose nodes are pursued on their rows, as in memory; beyond, on the microclusters
             sample = root.sample
             complete = sample is not None and sample.n_samples < sample_size(root.n_features)
-            self.test = self.test._replace(on_sample=complete)
+            # (a told K's ranking test leaves its pursuit on the microclusters, as summary mode fits them)
+            self.test = self.test._replace(on_sample=complete and self.test.required)
 
     # ------------------------------------------------------------------ finding
     def _on_a_worker(self, data) -> bool:
