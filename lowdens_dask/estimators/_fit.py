@@ -87,6 +87,25 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     #: dtypes ``predict`` routes in-memory rows in (scikit-learn's ``check_array``: a list keeps X's dtype in it)
     _predict_dtype: object = np.float64
 
+    # ------------------------------------------------------------------ pickling and copying
+    def __getstate__(self) -> dict:
+        """The pickled state: a copy of the attributes without the rows of an in-memory or exact fit, which stay
+        with the user (an estimator unpickled before its first update starts afresh). A copy, because scikit-learn's
+        ``BaseEstimator.__getstate__`` returns ``self.__dict__`` itself on Python 3.11: removing from it removed the
+        live estimator's rows, and its next update discarded the fitted tree."""
+        state = dict(super().__getstate__())
+        state.pop("_rows_fitted", None)
+        return state
+
+    def __deepcopy__(self, memo: dict) -> TreeClustering:
+        """A deep copy of every attribute but the fitted rows, which the copy references as the estimator does
+        (they are the user's, never written), so that the copy's next update continues the fitted tree too."""
+        copied = type(self).__new__(type(self))
+        memo[id(self)] = copied
+        for name, value in self.__dict__.items():
+            copied.__dict__[name] = value if name == "_rows_fitted" else copy.deepcopy(value, memo)
+        return copied
+
     # ------------------------------------------------------------------ the estimator's part
     def _check_params(self) -> None:
         raise NotImplementedError

@@ -67,11 +67,6 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
         if not isinstance(self.force_n_clusters, (bool, np.bool_)):
             raise ValueError(f"{name}: force_n_clusters must be True or False; got {self.force_n_clusters!r}.")
 
-    def __getstate__(self):
-        state = super().__getstate__()
-        state.pop("_rows_fitted", None)  # the rows of an in-memory or exact fit stay with the user
-        return state
-
     # ------------------------------------------------------------------ growing
     def _grow(self, data, frame, parallel: int, refine) -> Growth:
         """Grow a one-leaf tree on ``data`` (in ``frame``): :func:`~lowdens_dask.tree.grower.grow`."""
