@@ -3,6 +3,7 @@
 import copy
 import io
 import pickle
+import warnings
 
 import joblib
 import numpy as np
@@ -110,3 +111,31 @@ def test_a_deep_copy_updates_the_fitted_tree_and_an_unpickled_one_says_it_starts
     with pytest.warns(UserWarning, match="unpickled"):
         revived.partial_fit(X[:50])
     assert revived.update_report_["update"] == 0 and revived.summary_.n_rows == 50
+
+
+def mixture_case(seed):
+    """The generator of the round's integer-n_clusters cases: up to three groups 4 apart, 300-3,000 rows in 1-5
+    dimensions, chunks of 20 rows or more, n_clusters 2-8."""
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(300, 3000)), int(rng.integers(1, 6))
+    X = 4.0 * rng.integers(0, rng.integers(1, 4), size=n)[:, None] + rng.normal(size=(n, d))
+    return X, (int(rng.integers(20, n)), d), int(rng.integers(2, 9))
+
+
+@pytest.mark.parametrize("name, seed", [("mdh", 1642588604), ("ncut", 2084654370)])
+def test_summary_mode_reaches_an_integer_n_clusters_that_memory_reaches(name, seed):
+    """Item 2: a forced split whose side no microcluster's representative row reaches was undone after the growth
+    (merge_unreached_leaves), and no other leaf was split in its place: 7 clusters where memory gives 8. The growth
+    now sets such a split aside and goes on."""
+    import dask.array as da
+
+    from lowdens_dask import METHODS
+
+    X, chunks, k = mixture_case(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # forced splits
+        memory = METHODS[name].clustering(n_clusters=k, random_state=0).fit(X)
+        summary = METHODS[name].clustering(n_clusters=k, random_state=0, mode="summary")
+        summary.fit(da.from_array(X, chunks=chunks))
+    assert memory.n_clusters_ == summary.n_clusters_ == k == 8
+    assert len(np.unique(summary.labels_.compute())) == k

@@ -108,6 +108,10 @@ class InMemoryData:
     sample : InMemoryData, optional
         For summaries: a random sample of the rows summarised (what ``n_clusters="auto"`` tests a split on),
         divided with the summary rows by :meth:`partition`; :meth:`take` leaves it out.
+    reach : ndarray of shape (n_reach, n_original_features), optional
+        For summaries: rows in the tree's (original) coordinates that the label pass will route (each
+        microcluster's member row nearest its mean); the grower makes no split that leaves one side without any
+        (:func:`~lowdens_dask.tree.grower.grow`). Kept by the data the growth starts from, not by its parts.
     """
 
     #: Rows are in memory: pursuit evaluates whole arrays (see ``ChunkedNode`` for rows held in chunks).
@@ -120,6 +124,7 @@ class InMemoryData:
         spread: np.ndarray | None = None,
         index: np.ndarray | None = None,
         sample: InMemoryData | None = None,
+        reach: np.ndarray | None = None,
     ):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         n = self.X.shape[0]
@@ -128,6 +133,7 @@ class InMemoryData:
         self.spread = spread
         self._index = index
         self.sample = sample
+        self.reach = reach
         self._mean: np.ndarray | None = None
         self._token: str | None = None
 

@@ -56,6 +56,17 @@ from ._validation import check_fit_rows, labels_with_skipped, predict_rows, reje
 _FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "_rows_fitted")
 
 
+def unreached_clause(growth: Growth) -> str:
+    """For the warning of a fit that fell short of an integer ``n_clusters``: the splits summary mode did not make
+    because a side would hold no row (``Growth.n_unreached``); empty when there were none."""
+    if not growth.n_unreached:
+        return ""
+    return (
+        f" Summary mode set aside {growth.n_unreached} split(s) whose side no row would reach (its microclusters "
+        "average rows of other clusters); smaller rows_per_microcluster, larger chunks or mode='exact' avoid this."
+    )
+
+
 def _can_update(est) -> bool:
     return est._updatable
 
@@ -68,7 +79,7 @@ CONSTANT_RTOL = 64 * np.finfo(np.float64).eps
 class TreeClustering(ClusterMixin, BaseEstimator):
     """Base of the tree estimators: :meth:`fit`, :meth:`partial_fit` and :meth:`predict` (module docstring).
 
-    An estimator defines ``_method``, ``_check_params()``, ``_grow_rows(X, weights, spread, rows, sample) -> Growth``
+    An estimator defines ``_method``, ``_check_params()``, ``_grow_rows(X, weights, spread, rows, sample, reach) -> Growth``
     (points in memory: rows, or summary-mode microclusters with their per-dimension ``spread`` and the summary's
     ``sample`` of rows, on which ``n_clusters="auto"`` tests splits; ``rows``, the
     chunked rows for ``refine``) and ``_grow_node(root) -> Growth`` (exact mode: a ``ChunkedNode``), and may define
@@ -111,7 +122,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         raise NotImplementedError
 
     def _grow_rows(
-        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None, reach=None
     ) -> Growth:
         raise NotImplementedError
 
@@ -212,7 +223,9 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         summary = done.summary
         summarised = time.perf_counter()
         rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
-        growth = self._grow_rows(summary.means, summary.weights, summary.spread, rows, summary.sample)
+        growth = self._grow_rows(
+            summary.means, summary.weights, summary.spread, rows, summary.sample, done.representatives
+        )
         merge_unreached_leaves(growth.tree, done.representatives)
         self._set_fitted(
             growth,

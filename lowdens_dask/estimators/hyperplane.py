@@ -46,14 +46,14 @@ class FramedGrowth:
         return frame, Z, spread
 
     def _grow_rows(
-        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None, reach=None
     ) -> Growth:
         """Grow on rows or summaries in memory. In summary mode (``spread`` given) the tree grows as parallel Dask
         tasks; with ``rows`` (a ChunkedNode of the rows, for ``refine``) every split is polished by exact passes over
         its node's rows before it is made. ``sample``: the summary's sample of rows, on which splits are tested."""
         frame, Z, spread = self._in_frame(X, weights, spread)
         refine = None if rows is None else Refine(*exact_frame(rows, self.standardize), self.refine)
-        points = InMemoryData(Z, weights, spread, sample=sample_in_frame(sample, frame))
+        points = InMemoryData(Z, weights, spread, sample=sample_in_frame(sample, frame), reach=reach)
         with single_threaded_blas():
             return self._grow(points, frame, task_slots() if spread is not None else 0, refine)
 

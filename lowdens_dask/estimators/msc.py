@@ -41,7 +41,7 @@ from ..pursuit.significance import SplitTest, half_indices, is_significant, mean
 from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
 from ..tree.grower import Growth, GrowthRules, grow
 from ..tree.splitter import Candidate, Cut, SplitterBase
-from ._fit import TreeClustering
+from ._fit import TreeClustering, unreached_clause
 from ._params import init_with, is_chunked_input, scale_out
 from ._summary_pass import check_enough_rows, check_nonfinite
 from ._validation import (
@@ -464,7 +464,7 @@ class _MSCBase(TreeClustering):
         target, test = growth_target(self)
         return (np.inf if target is None else target), test
 
-    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread=None, rows=None, sample=None) -> Growth:
+    def _grow_rows(self, X: np.ndarray, weights: np.ndarray, spread=None, rows=None, sample=None, reach=None) -> Growth:
         """Grow on rows in memory: duplicates merged into weights (the paper needs distinct rows, §3.6)."""
         positive = weights > 0
         U, inverse = np.unique(X[positive], axis=0, return_inverse=True)
@@ -473,7 +473,7 @@ class _MSCBase(TreeClustering):
         splitter = _RowsSplitter(self, U, c, test, np.random.default_rng(self.random_state))
         tree = ClusterTree(X.shape[1], self._method, {}, root_size=float(weights.sum()))
         with single_threaded_blas():
-            return grow(tree, InMemoryData(U, c), splitter, GrowthRules(target, lazy=True, test=test))
+            return grow(tree, InMemoryData(U, c, reach=reach), splitter, GrowthRules(target, lazy=True, test=test))
 
     def _check_chunked(self) -> None:
         name = type(self).__name__
@@ -515,7 +515,7 @@ class _MSCBase(TreeClustering):
         if self._n_clusters() != "auto" and tree.n_leaves < self._n_clusters():
             warn(
                 f"Only {tree.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining leaf "
-                "has two distinct rows of positive weight that MSC separates."
+                "has two distinct rows of positive weight that MSC separates." + unreached_clause(growth)
             )
         return {}
 

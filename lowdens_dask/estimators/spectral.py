@@ -21,6 +21,7 @@ from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
 from ..tree.grower import Growth, GrowthRules, by_size, grow
 from ..tree.spectral import SpectralSplitter, least_connected
+from ._fit import unreached_clause
 from ._params import DEPRECATED, init_with, renamed, scale_out
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
 from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
@@ -283,7 +284,7 @@ class _SpectralClustering(_DivisiveClustering):
             return grow(tree, data, splitter, rules)
 
     def _grow_rows(
-        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None, reach=None
     ) -> Growth:
         # the frame exact mode fits in: standardised if asked, columns constant up to rounding set aside either way
         frame, constant = rows_frame(X, weights, self.standardize)
@@ -291,7 +292,7 @@ class _SpectralClustering(_DivisiveClustering):
         within = 0.0 if spread is None else float(weights @ spread / weights.sum())
         if self.standardize and not constant.all():
             within /= float(np.mean(frame.scale[~constant] ** 2))
-        return self._grow(InMemoryData(Z, weights), frame, 0, None, spread=within)
+        return self._grow(InMemoryData(Z, weights, reach=reach), frame, 0, None, spread=within)
 
     def _target(self):
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
@@ -301,7 +302,7 @@ class _SpectralClustering(_DivisiveClustering):
         if self._n_clusters() != "auto" and growth.n_leaves < self._n_clusters():
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
-                "leaf has two distinct rows of positive weight that it can separate."
+                "leaf has two distinct rows of positive weight that it can separate." + unreached_clause(growth)
             )
         return {}
 

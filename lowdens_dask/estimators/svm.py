@@ -31,7 +31,7 @@ from ..tree import ClusterTree
 from ..tree.grower import Growth, GrowthRules, grow
 from ..tree.rules import KernelExpansionRule
 from ..tree.splitter import Candidate, Cut, SplitterBase
-from ._fit import TreeClustering
+from ._fit import TreeClustering, unreached_clause
 from ._params import init_with, scale_out
 from ._validation import (
     check_fit_input,
@@ -300,7 +300,7 @@ class SVMRelabelClustering(TreeClustering):
         return (np.inf if target is None else target), test
 
     def _grow_rows(
-        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None
+        self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None, reach=None
     ) -> Growth:
         """Grow the tree on points in memory (rows, or summaries weighted by their row counts with their
         per-dimension ``spread``)."""
@@ -317,14 +317,14 @@ class SVMRelabelClustering(TreeClustering):
             X, weights, Z, spread, mean, scale, params, test, check_random_state(self.random_state)
         )
         with single_threaded_blas():
-            return grow(tree, InMemoryData(X, weights), splitter, GrowthRules(target, lazy=True, test=test))
+            return grow(tree, InMemoryData(X, weights, reach=reach), splitter, GrowthRules(target, lazy=True, test=test))
 
     def _fitted_attributes(self, growth: Growth) -> dict:
         if self.n_clusters != "auto" and growth.n_leaves < self.n_clusters:
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
                 f"has a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "
-                "weight on each side."
+                "weight on each side." + unreached_clause(growth)
             )
         return {"n_iter_": growth.n_evaluations}
 

@@ -13,7 +13,7 @@ Each step at a node answers one of:
   re-pursued rule becomes a leaf, with the cluster id of its largest leaf; and where a leaf count is asked
   (an integer ``n_clusters``) and exceeded, the latest splits are merged back;
   after a summary-mode fit, a split that made a leaf no row reaches is merged back too
-  (:func:`merge_unreached_leaves`);
+  (:func:`merge_unreached_leaves`, a safety net: the growth itself refuses such splits, below);
 - **split**: the leaf that :attr:`GrowthRules.leaf_order` prefers among the leaves with a valid split is split (for an
   integer ``n_clusters`` with a ranking test, ``SplitTest.required`` False, leaves whose split is significant first:
   the one split decision of ``"auto"`` and a told K), until
@@ -21,7 +21,10 @@ Each step at a node answers one of:
   no split, such as size) a leaf's split is found only when it is ranked first, which gives the same tree as
   finding every leaf's. With ``force`` (``force_n_clusters``), when no leaf has a valid split and fewer than
   ``n_clusters`` leaves exist, the leaf whose best split the splitter prefers (``forced_score``; ties to the leaf
-  the leaf order prefers) is split anyway (the node is marked ``forced``).
+  the leaf order prefers) is split anyway (the node is marked ``forced``). A split that would leave one side
+  without any of the data's ``reach`` rows (summary mode: the microclusters' representative rows, which the label
+  pass routes) is not made: a cluster no row reaches would be undone after the fit, one short of ``n_clusters``.
+  The leaf is set aside and growth goes on with the others (counted in ``Growth.n_unreached``).
 
 The splits found for the final leaves that were valid, or tested (``"auto"``), are kept on them as their
 would-be splits. In an update, the child holding most of a split leaf's old weight (rows seen before the update)
@@ -97,6 +100,7 @@ class Growth(NamedTuple):
     root: Candidate | None  #: the root's best split found in this growth (valid or not), if one was searched
     n_evaluations: int  #: objective evaluations of every split found
     report: dict | None  #: an update's report (None for a fit)
+    n_unreached: int = 0  #: splits not made: a side no ``reach`` row would reach
 
 
 def grow(
@@ -131,9 +135,12 @@ def grow(
         leaves = {}
         _revise(tree, tree.root, data, splitter, rules, history, leaves, report_nodes)
     keep = None if history is None else _keep_by_old_weight(history.old_weights)
-    n_leaves, n_forced, root, n_evaluations = _split_leaves(tree, leaves, splitter, rules, keep, report_nodes, progress)
+    reach = getattr(data, "reach", None)
+    n_leaves, n_forced, root, n_evaluations, n_unreached = _split_leaves(
+        tree, leaves, splitter, rules, keep, report_nodes, progress, reach
+    )
     if history is None:
-        return Growth(tree, n_leaves, n_forced, root, n_evaluations, None)
+        return Growth(tree, n_leaves, n_forced, root, n_evaluations, None, n_unreached)
     _merge_latest(tree, rules, report_nodes)
     leaf_of = tree.apply(history.original)
     _match_old_ids(tree, old_labels, leaf_of, history.old_weights, report_nodes)
@@ -146,15 +153,17 @@ def grow(
         "nodes": [{k: v for k, v in record.items() if v is not None} for record in report_nodes],
         **shares(tree, points, history.old_weights, new_weights),
     }
-    return Growth(tree, tree.n_leaves, n_forced, root, n_evaluations, report)
+    return Growth(tree, tree.n_leaves, n_forced, root, n_evaluations, report, n_unreached)
 
 
-def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report_nodes, progress):
-    """Split the leaves by ``rules`` (module docstring): ``(leaves, forced splits, root's candidate, evaluations)``."""
+def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report_nodes, progress, reach=None):
+    """Split the leaves by ``rules`` (module docstring): ``(leaves, forced splits, root's candidate, evaluations,
+    splits refused because a side no ``reach`` row reaches)``."""
     found: dict[int, Candidate | None] = {}
     stuck: set[int] = set()  # leaves whose split cannot be made on their rows
     target = math.inf if rules.n_clusters is None else rules.n_clusters
-    n_leaves, n_forced = tree.n_leaves, 0
+    n_leaves, n_forced, n_unreached = tree.n_leaves, 0, 0
+    reached = None if reach is None or not len(reach) else tree.apply(reach)  # the leaf each reach row is in
 
     def compute(leaf: int) -> None:
         if leaf not in found:
@@ -194,6 +203,12 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
         if not (valid(leaf) or forced):
             continue
         cut = splitter.cut(leaf, leaves[leaf], found[leaf], forced)
+        sides = None
+        if cut is not None and reached is not None:
+            mine = np.flatnonzero(reached == leaf)
+            sides = cut.rule.side(reach[mine]).astype(bool)
+            if sides.all() or not sides.any():  # a cluster no row would reach: set the leaf aside
+                cut, n_unreached = None, n_unreached + 1
         if cut is None:  # a side below the least size, or within rounding of the other: not split, not valid
             stuck.add(leaf)
             found[leaf] = found[leaf]._replace(valid=False)
@@ -203,6 +218,8 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
         node = tree.add_rule_split(
             leaf, splitter.method, cut.rule, cut.sizes, cut.params, cut.stats, forced=forced, keep=side
         )
+        if sides is not None:
+            reached[mine] = np.where(sides, node.children[1], node.children[0])
         del leaves[leaf]
         leaves.update(zip(node.children, cut.parts))
         splitter.made(leaf, node.children, cut)
@@ -221,7 +238,7 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
         if c is not None and (c.valid or splitter.tested) and leaf in leaves:
             tree.nodes[leaf].set_rule(splitter.method, c.rule, c.params, c.stats)
     n_evaluations = sum(c.n_evaluations for c in found.values() if c is not None)
-    return n_leaves, n_forced, found.get(tree.root.id), n_evaluations
+    return n_leaves, n_forced, found.get(tree.root.id), n_evaluations, n_unreached
 
 
 def _keep_by_old_weight(old_weights: np.ndarray):
