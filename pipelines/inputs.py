@@ -24,6 +24,7 @@ import os
 import re
 import warnings
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -175,19 +176,20 @@ def _check_zarr_path(path: str, expected: str) -> None:
         )
 
 
-def _check_numeric_columns(frame, path: str):
-    """``frame`` (pandas or dask) when every column is numeric; a non-numeric column is an error."""
+def _check_numeric_columns(frame, path: str, hint: Callable[[], str] = str):
+    """``frame`` (pandas or dask) when every column is numeric; a non-numeric column is an error, followed by
+    ``hint()`` (a CSV's likely cause: :func:`_csv_hint`)."""
     import pandas as pd
 
     wrong = [str(c) for c, t in frame.dtypes.items() if not pd.api.types.is_numeric_dtype(t) or t == bool]
     if wrong:
-        hint = ""
-        if len(frame.columns) == 1:
-            hint = (
+        why = hint()
+        if not why and len(frame.columns) == 1:
+            why = (
                 " The file has one column after splitting on ','; if its values are separated by another "
                 "character (';', '|'), write it with commas."
             )
-        raise ValueError(f"{path}: the columns {wrong} are not numeric; every column is a feature.{hint}")
+        raise ValueError(f"{path}: the columns {wrong} are not numeric; every column is a feature.{why}")
     return frame
 
 
@@ -216,7 +218,8 @@ def _is_number_or_missing(field: str) -> bool:
 
 class _CsvLines:
     """The first non-blank lines of a CSV file (plain or compressed, local or an fsspec URL), read one at a
-    time: deciding on the header reads the first line only."""
+    time: deciding on the header reads the first line only. ``number``: the line number (from 1, blank lines
+    counted) of the line :meth:`next` returned last."""
 
     def __init__(self, path: str, storage_options: dict | None):
         import fsspec
@@ -227,6 +230,7 @@ class _CsvLines:
                 path, "rt", compression="infer", encoding="utf-8", errors="replace", **(storage_options or {})
             )
             self._file = opened.open()
+            self.number = 0
         except FileNotFoundError:
             raise FileNotFoundError(f"{path} does not exist.") from None
         except IsADirectoryError:
@@ -235,6 +239,7 @@ class _CsvLines:
     def next(self) -> str | None:
         try:
             for line in self._file:
+                self.number += 1
                 line = line.lstrip("\ufeff").strip()
                 if line:
                     return line
@@ -244,6 +249,36 @@ class _CsvLines:
 
     def close(self) -> None:
         self._file.close()
+
+
+#: :func:`_csv_hint` reads at most this many lines.
+_HINT_LINES = 10_000
+
+
+def _csv_hint(path: str, storage_options: dict | None, upto: int = _HINT_LINES) -> str:
+    """The likely cause of a CSV file that did not read as columns of numbers, as a sentence naming the line: a
+    ``#`` comment line, values separated by ``;`` (with decimal commas, as spreadsheets write them in many locales),
+    or lines of which some end with a comma and some do not; ``""`` when its first ``upto`` lines show none."""
+    lines = _CsvLines(path, storage_options)
+    try:
+        first_end = None
+        while (text := lines.next()) is not None and lines.number <= upto:
+            quoted = repr(text if len(text) <= 40 else text[:37] + "...")
+            if text.startswith("#"):
+                return f" Line {lines.number} ({quoted}) starts with '#': a comment line? Remove comment lines."
+            if ";" in text:
+                return (
+                    f" Line {lines.number} ({quoted}) has ';' in it: values separated by ';', with decimal commas? "
+                    "Write the file with ',' between values and '.' as the decimal mark."
+                )
+            if first_end is None:
+                first_end = text.endswith(",")
+            elif text.endswith(",") != first_end:
+                ends = "ends" if text.endswith(",") else "does not end"
+                return f" Line {lines.number} ({quoted}) {ends} with a comma, unlike the lines before it."
+    finally:
+        lines.close()
+    return ""
 
 
 def _is_pandas_default_header(fields: list[str], second: str | None, sep: str) -> bool:
@@ -265,9 +300,12 @@ def _is_pandas_index_header(fields: list[str], second: str | None) -> bool:
     return re.fullmatch(r"\d+", second.split(",", 1)[0].strip()) is not None
 
 
-def _sniff_csv(path: str, storage_options: dict | None, header: bool | None, what: str) -> tuple[bool, str]:
-    r"""``(header, sep)`` for the CSV at ``path``. ``sep`` is ``","``, or ``r"\s+"`` for values separated by
-    spaces or tabs (``np.savetxt`` without a delimiter). ``header`` as given, or (``None``) whether the first
+def _sniff_csv(
+    path: str, storage_options: dict | None, header: bool | None, what: str
+) -> tuple[bool, str, bool]:
+    r"""``(header, sep, trailing)`` for the CSV at ``path``. ``sep`` is ``","``, or ``r"\s+"`` for values separated
+    by spaces or tabs (``np.savetxt`` without a delimiter); ``trailing``: the first line ends with a comma (an
+    export style that ends every line so). ``header`` as given, or (``None``) whether the first
     line has a field that is neither a number nor empty (nor a missing-value mark such as ``NA``); a first
     line ``0,1,…,n-1`` followed by a row with a non-integer value is also a header (pandas' default column
     names). Reads the first line, and the second only in those two cases: a first line without commas with
@@ -315,7 +353,7 @@ def _sniff_csv(path: str, storage_options: dict | None, header: bool | None, wha
             )
     finally:
         lines.close()
-    return header, sep
+    return header, sep, sep == "," and first.endswith(",")
 
 
 def _index_column(frame, header: bool) -> bool:
@@ -339,7 +377,7 @@ def _read_csv(path: str, storage_options: dict | None, header: bool | None, what
     damaged are ``ValueError``s naming the path."""
     import pandas as pd
 
-    header, sep = _sniff_csv(path, storage_options, header, what)
+    header, sep, trailing = _sniff_csv(path, storage_options, header, what)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", pd.errors.ParserWarning)
         try:
@@ -360,6 +398,7 @@ def _read_csv(path: str, storage_options: dict | None, header: bool | None, what
                 n, line, saw = found.groups()
                 raise ValueError(
                     f"{path}: line {line} has {saw} fields; expected {n}, like the rows before it (ragged rows)."
+                    + _csv_hint(path, storage_options, int(line))
                 ) from None
             raise ValueError(f"{path}: cannot parse as CSV ({_one_line(exc)}).") from None
         except UnicodeDecodeError as exc:
@@ -375,7 +414,7 @@ def _read_csv(path: str, storage_options: dict | None, header: bool | None, what
         if issubclass(w.category, pd.errors.ParserWarning) and "does not match length" in str(w.message):
             raise ValueError(
                 f"{path}: the first data row has more fields than the header row; expected the same number "
-                f"in every row (ragged rows)."
+                f"in every row (ragged rows)." + _csv_hint(path, storage_options)
             )
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if frame is None or frame.shape[0] == 0:
@@ -384,6 +423,9 @@ def _read_csv(path: str, storage_options: dict | None, header: bool | None, what
     index = _index_column(frame, header)
     if index:
         frame = frame.iloc[:, 1:]
+    if trailing and frame.shape[1] >= 2 and (not header or str(frame.columns[-1]).startswith("Unnamed: ")):
+        if frame.iloc[:, -1].isna().all():  # "a,b,c," / "1,2,3,": the empty field after the last comma is no column
+            frame = frame.iloc[:, :-1]
     return frame, header, sep, index
 
 
@@ -528,7 +570,7 @@ def read_input(
             path, storage_options, header, "rows of comma-separated numbers, optionally after a header line"
         )
         delimiter = "," if sep == "," else "whitespace"
-        values = _check_numeric_columns(frame, path).to_numpy()
+        values = _check_numeric_columns(frame, path, lambda: _csv_hint(path, storage_options)).to_numpy()
         X = da.from_array(values, chunks=(_row_chunks(*values.shape, values.dtype.itemsize), values.shape[1]))
     else:
         import dask.dataframe as dd

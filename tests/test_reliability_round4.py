@@ -139,3 +139,52 @@ def test_summary_mode_reaches_an_integer_n_clusters_that_memory_reaches(name, se
         summary.fit(da.from_array(X, chunks=chunks))
     assert memory.n_clusters_ == summary.n_clusters_ == k == 8
     assert len(np.unique(summary.labels_.compute())) == k
+
+
+# ------------------------------------------------------------------------------------------------ item 3
+def _lines(X, sep=",", end="", decimal="."):
+    return "".join(sep.join(f"{v:.6f}".replace(".", decimal) for v in row) + end + "\n" for row in X)
+
+
+@pytest.mark.parametrize("header", ["a,b,c,\n", ""], ids=["header", "no header"])
+def test_a_csv_whose_lines_end_with_a_comma_has_the_columns_before_it(tmp_path, monkeypatch, capsys, header):
+    """Item 3: 'a,b,c,' / '1.0,2.0,3.0,' was read with a fourth, empty column, and lowdens fit refused every row
+    ('600 of the 600 rows have NaN or inf values')."""
+    from cli_helpers import blobs, lowdens
+
+    from lowdens_pipelines.inputs import read_input
+
+    monkeypatch.chdir(tmp_path)
+    X = blobs(300)
+    with open("trailing.csv", "w") as file:
+        file.write(header + _lines(X, end=","))
+    rows, info = read_input("trailing.csv")
+    assert rows.shape == (600, 3) and bool(info.header) == bool(header), info
+    np.testing.assert_allclose(rows.compute(), X, atol=1e-6)
+    status, out, err = lowdens(capsys, "fit", "trailing.csv", "--run-id", "r")
+    assert status == 0, err
+    assert "600 rows × 3 columns" in err[0] and out[0].startswith("r\t2 clusters\t"), (out, err)
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("# exported by a tool\na,b,c\n" + _lines(np.ones((5, 3))), "Line 1 ('# exported by a tool') starts with '#'"),
+        ("a,b,c\n" + _lines(np.ones((5, 3))) + "# more rows\n" + _lines(np.ones((5, 3))), "Line 7 ('# more rows')"),
+        ("a;b;c\n" + _lines(np.full((5, 3), 1.5), sep=";", decimal=","), "Line 1 ('a;b;c') has ';'"),
+        (_lines(np.full((5, 3), 1.5), sep=";", decimal=","), "Line 1 ('1,500000;1,500000;1,500000') has ';'"),
+        ("a,b,c\n" + _lines(np.eye(3)) + _lines(np.eye(3), end=","), "Line 5 ('1.000000,0.000000,0.000000,') ends with"),
+    ],
+    ids=["comment first", "comment inside", "semicolons", "semicolons no header", "some lines end with a comma"],
+)
+def test_a_csv_that_does_not_parse_names_the_line_and_the_likely_cause(tmp_path, monkeypatch, capsys, text, named):
+    """Item 3: a '#' comment line or decimal commas with ';' gave 'the first data row has more fields than the
+    header row ... (ragged rows)' (or 'the columns [...] are not numeric') without the line or the likely cause."""
+    from cli_helpers import lowdens, one_error_line
+
+    monkeypatch.chdir(tmp_path)
+    with open("odd.csv", "w") as file:
+        file.write(text)
+    status, _, err = lowdens(capsys, "fit", "odd.csv", "--run-id", "r")
+    line = one_error_line(err)
+    assert status == 2 and line.startswith("lowdens: error: odd.csv: ") and named in line, line
