@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from machine import scaled
 import zarr
 from lowdens_pipelines import RunsStore
 
@@ -76,7 +77,7 @@ def test_ctrl_c_stops_the_whole_group_at_once_and_leaves_no_run(large_zarr, tmp_
     os.killpg(fit.pid, signal.SIGINT)  # as Ctrl-C in a terminal: to every process of the group
     sent = time.monotonic()
     out, err = fit.communicate(timeout=60)
-    assert time.monotonic() - sent < 10 and fit.returncode == 130, err
+    assert time.monotonic() - sent < scaled(10) and fit.returncode == 130, err
     assert err.strip().splitlines()[-1] == "lowdens: interrupted" and "Traceback" not in err, err
     assert _group_gone(fit.pid, 10), "processes of the command are still running"
     assert not (store / "x").exists() and RunsStore(str(store)).runs() == []
@@ -142,7 +143,7 @@ def test_bad_input_fails_in_one_line_before_anything_starts(tmp_path, case, wher
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("lowdens: error: "), done.stderr
     assert message in lines[0] and not (tmp_path / "runs").exists()
     if case.startswith("n_clusters"):
-        assert seconds < 5  # refused by the argument parser, before any import
+        assert seconds < scaled(5)  # refused by the argument parser, before any import
     if case in ("bad mode", "nan rows"):  # in the words of the command line
         assert "'" not in lines[-1].split("--param")[1].split()[0]
     assert not list(tmp_path.glob("dask-scratch-space")), "a Dask worker started"
