@@ -32,6 +32,9 @@ Sections (``--only``):
   2. ``lowdens fit X.csv --method bogus`` (an unknown method; exit 2): <= 1 s
   3. ``lowdens fit X.csv --param bogus=1`` (an unknown parameter name; exit 2): <= 1 s
   4. ``lowdens fit X.csv --param mode=exakt`` (a bad parameter value; exit 2): <= 1 s
+  4a. ``lowdens fit header-only.csv`` (a header line and no rows; exit 2): <= 1 s (issue 43, item 5)
+  4b. ``lowdens fit text-column.csv`` (X.csv's rows under a header, the last column text; exit 2): <= 1 s
+  4c. ``lowdens fit X.csv --param bandwidth=-1`` (a bad value of a method's own parameter; exit 2): <= 1 s
   5. ``lowdens runs list --store S`` (5 runs): <= 1.5 s
   6. ``lowdens runs show RUN --store S``: <= 1.5 s
   7. ``lowdens fit X.csv --labels X-labels.csv --store S --run-id <fresh>`` (default settings,
@@ -187,6 +190,10 @@ def startup_inputs(data: Path) -> dict:
     paths = {"X": data / "X.csv", "labels": data / "X-labels.csv", "missing": data / "missing.csv"}
     np.savetxt(paths["X"], X[:STARTUP_ROWS], delimiter=",")
     np.savetxt(paths["labels"], np.asarray(y[:STARTUP_ROWS]).astype(int), fmt="%d")
+    columns = [f"f{j}" for j in range(X.shape[1])]
+    (data / "header-only.csv").write_text(",".join(columns) + "\n")
+    text = [",".join(columns)] + [",".join([*map(str, row[:-1]), f"kind-{int(row[-1]) % 3}"]) for row in X[:STARTUP_ROWS]]
+    (data / "text-column.csv").write_text("\n".join(text) + "\n")
     return paths
 
 
@@ -803,6 +810,12 @@ def build_cases(sections, sizes, data: Path) -> list[Case]:
                  ["fit", x, "--param", "bogus=1"], **bad),
             Case("startup", "startup-param-value", "`lowdens fit X.csv --param mode=exakt`",
                  ["fit", x, "--param", "mode=exakt"], **bad),
+            Case("startup", "startup-header-only", "`lowdens fit header-only.csv` (a header line, no rows)",
+                 ["fit", data / "header-only.csv"], **bad),
+            Case("startup", "startup-text-column", "`lowdens fit text-column.csv` (5,000 rows, a column of text)",
+                 ["fit", data / "text-column.csv"], **bad),
+            Case("startup", "startup-method-value", "`lowdens fit X.csv --param bandwidth=-1`",
+                 ["fit", x, "--param", "bandwidth=-1"], **bad),
             Case("startup", "startup-runs-list", f"`lowdens runs list --store S` ({STARTUP_SEED_RUNS} runs)",
                  ["runs", "list", "--store", s], goal=1.5),
             Case("startup", "startup-runs-show", "`lowdens runs show RUN --store S`",

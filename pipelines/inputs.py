@@ -126,6 +126,50 @@ def _one_line(exc: BaseException) -> str:
     return "; ".join(lines) or type(exc).__name__
 
 
+#: What a CSV input holds, in the errors that find otherwise.
+_EXPECTED_CSV = "rows of comma-separated numbers, optionally after a header line"
+
+#: :func:`check_csv_start` reads at most this many data lines.
+_START_LINES = 1_000
+
+
+def check_csv_start(path: str, header: bool | None = None) -> None:
+    """What the first lines of a local CSV input settle, checked with the standard library before Dask and pandas
+    are imported (seconds), with :func:`read_input`'s errors: a file with no data rows after its header, and a
+    column that holds text in its first :data:`_START_LINES` rows. Anything else (other paths, ragged or quoted
+    rows, repeated column names) is left to :func:`read_input`."""
+    if input_format(path) != "csv" or is_url(path) or not os.path.isfile(path):
+        return
+    header, sep, _ = _sniff_csv(path, None, header, _EXPECTED_CSV)
+    lines = _CsvLines(path, None)
+    try:
+        rows = [lines.next() for _ in range(_START_LINES + 1)]
+    finally:
+        lines.close()
+    rows = [row for row in rows if row is not None]
+    if header:
+        names, rows = rows[0].split(",") if sep == "," else rows[0].split(), rows[1:]
+    if not rows:
+        after = " after the header line" if header else ""
+        raise ValueError(f"{path}: the file has no data rows{after}; expected {_EXPECTED_CSV}.")
+    if any('"' in row or "'" in row for row in rows):
+        return
+    fields = [row.split(",") if sep == "," else row.split() for row in rows]
+    width = len(fields[0])
+    if any(len(f) != width for f in fields) or (header and len(names) != width):
+        return
+    if not header:
+        names = [str(i) for i in range(width)]
+    names = [name if name.strip() else f"Unnamed: {i}" for i, name in enumerate(names)]
+    if len(set(names)) != width:
+        return
+    text = [names[i] for i in range(width) if not all(_is_number_or_missing(f[i]) for f in fields)]
+    if text:
+        raise ValueError(
+            f"{path}: the columns {text} are not numeric; every column is a feature." + _csv_hint(path, None)
+        )
+
+
 def require_exists(path: str) -> None:
     """A missing local path is a ``FileNotFoundError`` naming it; URLs are left to the reader."""
     if not is_url(path) and not os.path.exists(path):
@@ -566,9 +610,7 @@ def read_input(
         chunks = (_row_chunks(rows.shape[0], rows.shape[1], rows.dtype.itemsize), rows.shape[1])
         X = da.from_array(rows, chunks=chunks, name=f"from-npy-{_file_token(path)}", asarray=False)
     elif kind == "csv":
-        frame, header, sep, index = _read_csv(
-            path, storage_options, header, "rows of comma-separated numbers, optionally after a header line"
-        )
+        frame, header, sep, index = _read_csv(path, storage_options, header, _EXPECTED_CSV)
         delimiter = "," if sep == "," else "whitespace"
         values = _check_numeric_columns(frame, path, lambda: _csv_hint(path, storage_options)).to_numpy()
         X = da.from_array(values, chunks=(_row_chunks(*values.shape, values.dtype.itemsize), values.shape[1]))

@@ -188,3 +188,95 @@ def test_a_csv_that_does_not_parse_names_the_line_and_the_likely_cause(tmp_path,
     status, _, err = lowdens(capsys, "fit", "odd.csv", "--run-id", "r")
     line = one_error_line(err)
     assert status == 2 and line.startswith("lowdens: error: odd.csv: ") and named in line, line
+
+
+# ------------------------------------------------------------------------------------------------ item 5
+@pytest.mark.parametrize(
+    "case",
+    ["header only", "text column", "bad bandwidth", "bad alphas"],
+)
+def test_errors_that_need_the_file_or_a_method_value_come_before_the_imports(tmp_path, case):
+    """Item 5: `lowdens fit header_only.csv`, a CSV with a text column and `--param bandwidth=-1` took 3.9 s on an
+    idle machine (11-15 s under load): the messages came after Dask, pandas and the estimators were imported. They
+    now come from the first lines of the file and the standard-library table of the methods' values, with the same
+    words; the command exits without importing any of those."""
+    import subprocess
+    import sys
+
+    rows = "".join(f"{i}.5,{i}.25,{-i}.0\n" for i in range(50))
+    files = {"header only": "a,b,c\n", "text column": "a,b,c\n" + rows.replace("3.25", "x3"), "plain": rows}
+    args, expected = {
+        "header only": (["h.csv"], "h.csv: the file has no data rows after the header line"),
+        "text column": (["t.csv"], "t.csv: the columns ['b'] are not numeric; every column is a feature."),
+        "bad bandwidth": (["p.csv", "--param", "bandwidth=-1"], "--param bandwidth=-1: must be None, 'silverman'"),
+        "bad alphas": (["p.csv", "--param", "alphas=[0.5,0.1]"], "--param alphas=[0.5,0.1]: must be a non-empty"),
+    }[case]
+    for name, key in (("h.csv", "header only"), ("t.csv", "text column"), ("p.csv", "plain")):
+        (tmp_path / name).write_text(files[key])
+    code = (
+        "import sys; from lowdens_pipelines.cli import main; status = main(sys.argv[1:]); "
+        "heavy = sorted({'dask', 'pandas', 'sklearn', 'numba', 'lowdens_dask.estimators.divisive'} & set(sys.modules)); "
+        "print(status, heavy)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, "fit", *args, "--store", "runs"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.stdout.split("\n")[0] == "2 []", (done.stdout, done.stderr)
+    assert done.stderr.startswith("lowdens: error: " + expected), done.stderr
+
+
+#: Values of the methods' parameters that the command's table refuses, and values it accepts.
+BAD_VALUES = {
+    "bandwidth": [-1.0, 0.0, 1e101, "scott"],
+    "alphas": [[], [0.5, 0.1], [1.5], [-0.1, 0.2]],
+    "eta": [0.0, 1.0, -0.5],
+    "eps": [0.0, 1.0],
+    "maxiter": [0, -3, 2.5],
+    "ftol": [0.0, -1e-3],
+    "min_size": [0, -1.0],
+    "max_clusters": [0, -2, 1.5],
+    "significance_level": [0.0, 1.0, 1.5],
+    "decay": [1.0, -0.1],
+    "min_cluster_size": [-0.1, float("inf")],
+}
+GOOD_VALUES = {
+    "bandwidth": [None, "silverman", 0.5],
+    "alphas": [[0.0, 0.3, 0.6], [0.9]],
+    "eta": [0.01],
+    "eps": [1e-6],
+    "maxiter": [30],
+    "ftol": [1e-6],
+    "min_size": [2.0],
+    "max_clusters": [None, 5],
+    "significance_level": [0.05],
+    "decay": [None, 0.0, 0.5],
+    "min_cluster_size": [0.0, 0.01, 20],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_VALUES))
+def test_the_commands_table_of_method_values_agrees_with_the_estimators(name):
+    """Each method that takes a parameter of the table (METHOD_CONSTRAINTS) refuses the values the table refuses
+    and fits with the values it accepts, so that the command's early check and the estimators cannot drift."""
+    from lowdens_pipelines.parameter_names import PARAMETER_NAMES
+
+    from lowdens_dask import METHODS
+    from lowdens_dask.estimators import check_method_values
+    from lowdens_dask.estimators._constraints import BANDWIDTH_RANGE, METHOD_CONSTRAINTS
+    from lowdens_dask.indices.minimum_density import BANDWIDTH_RANGE as INDEX_RANGE
+
+    assert BANDWIDTH_RANGE == INDEX_RANGE and set(BAD_VALUES) == set(METHOD_CONSTRAINTS) == set(GOOD_VALUES)
+    X = two_blobs(60)
+    methods = [method for method in METHODS if name in PARAMETER_NAMES.get(method, ())]
+    assert methods, f"no method takes {name}"
+    for method in methods:
+        for value in BAD_VALUES[name]:
+            with pytest.raises(ValueError, match=name):
+                check_method_values({name: value}, method)
+            with pytest.raises(ValueError, match=name), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                METHODS[method].clustering(n_clusters=2, random_state=0, **{name: value}).fit(X)
+        for value in GOOD_VALUES[name]:
+            check_method_values({name: value}, method)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                METHODS[method].clustering(n_clusters=2, random_state=0, **{name: value}).fit(X)

@@ -8,6 +8,7 @@ _DEFINED = {
     "auto_mode_rule": "_params",
     "build_summary": "_summary_pass",
     "check_scale_out_values": "_constraints",
+    "check_method_values": "_constraints",
     **dict.fromkeys(("IPDDP", "PDDP", "DePDDP", "MDHClustering"), "divisive"),
     "MDH": "mdh",
     **dict.fromkeys(("MSC", "MSCClustering"), "msc"),
@@ -48,6 +49,7 @@ __all__ = [
     "SupportVectorClustering",
     "check_params",
     "check_scale_out_values",
+    "check_method_values",
     "get_method",
 ]
 

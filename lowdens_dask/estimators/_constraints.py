@@ -1,13 +1,15 @@
 """The scale-out parameters' constraints (:data:`SCALE_OUT_CONSTRAINTS`, in the style of scikit-learn's
-``_parameter_constraints``), declared once. This module imports nothing but the standard library, so that the
-``lowdens`` command can refuse a bad value of these parameters before it imports the library (seconds)."""
+``_parameter_constraints``), declared once, and those of the methods' own parameters that the ``lowdens``
+command checks (:data:`METHOD_CONSTRAINTS`). This module imports nothing but the standard library, so that the
+command can refuse a bad value of these parameters before it imports the library (seconds)."""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
 from __future__ import annotations
 
+import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 
 def _integer(value, low: int) -> bool:
@@ -43,3 +45,63 @@ def check_scale_out_values(params: Mapping[str, object], owner: str) -> None:
 def check_scale_out_params(est) -> None:
     """Check the scale-out parameters ``est`` has against :data:`SCALE_OUT_CONSTRAINTS`."""
     check_scale_out_values(est.get_params(deep=False), type(est).__name__)
+
+
+def _real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _alphas(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+        return False
+    return all(_real(a) and 0 <= a <= 1 for a in value) and all(a <= b for a, b in zip(value, value[1:]))
+
+
+#: The bandwidth's range in data units (:data:`lowdens_dask.indices.minimum_density.BANDWIDTH_RANGE`, which
+#: ``tests/test_reliability_round4.py`` keeps equal): outside it the kernel density over- or underflows in float64.
+BANDWIDTH_RANGE = (1e-100, 1e100)
+
+#: The methods' own parameters with a value the ``lowdens`` command can check before it imports the library:
+#: (a test of a legal value, the message's words after the name). The estimators check the same values in
+#: ``_check_params`` (their messages say the same, and may say more); ``tests/test_reliability_round4.py`` fits
+#: each method that takes a parameter with values this table refuses and accepts, so that the two cannot drift.
+METHOD_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "bandwidth": (
+        lambda v: v is None or v == "silverman" or (_real(v) and BANDWIDTH_RANGE[0] <= v <= BANDWIDTH_RANGE[1]),
+        f"must be None, 'silverman', a callable or a number in [{BANDWIDTH_RANGE[0]:g}, {BANDWIDTH_RANGE[1]:g}] "
+        "(data units; outside this range the kernel density over- or underflows in float64)",
+    ),
+    "alphas": (
+        _alphas,
+        "must be a non-empty, non-decreasing sequence of numbers in [0, 1] (standard deviations of the projections "
+        "either side of their mean, eq. 7)",
+    ),
+    "eta": (lambda v: _real(v) and 0 < v < 1, "must lie in (0, 1)"),
+    "eps": (lambda v: _real(v) and 0 < v < 1, "must lie in (0, 1)"),
+    "maxiter": (lambda v: _integer(v, 1), "must be a positive integer"),
+    "ftol": (lambda v: _real(v) and v > 0, "must be positive"),
+    "min_size": (lambda v: _real(v) and v > 0, "must be a positive number"),
+    "max_clusters": (lambda v: v is None or _integer(v, 1), "must be a positive integer or None"),
+    "significance_level": (
+        lambda v: _real(v) and 0 < v < 1,
+        "(the p-value below which n_clusters='auto' splits a leaf) must be a number strictly between 0 and 1",
+    ),
+    "decay": (
+        lambda v: v is None or (_real(v) and 0 <= v < 1),
+        "(the share of the old rows' weight each partial_fit takes away) must be None or a number in [0, 1)",
+    ),
+    "min_cluster_size": (
+        lambda v: _real(v) and v >= 0,
+        "must be a share of the rows in [0, 1) or a number of rows >= 1",
+    ),
+}
+
+
+def check_method_values(params: Mapping[str, object], owner: str) -> None:
+    """Check those of ``params`` (name -> value) that :data:`METHOD_CONSTRAINTS` lists; the ValueError starts with
+    ``owner``."""
+    for name, (legal, what) in METHOD_CONSTRAINTS.items():
+        if name in params and not legal(params[name]):
+            raise ValueError(f"{owner}: {name} {what}; got {params[name]!r}.")
