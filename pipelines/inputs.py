@@ -228,11 +228,11 @@ def _check_numeric_columns(frame, path: str, hint: Callable[[], str] = str):
     wrong = [str(c) for c, t in frame.dtypes.items() if not pd.api.types.is_numeric_dtype(t) or t == bool]
     if wrong:
         why = hint()
-        if not why and len(frame.columns) == 1:
+        if len(frame.columns) == 1:
             why = (
                 " The file has one column after splitting on ','; if its values are separated by another "
                 "character (';', '|'), write it with commas."
-            )
+            ) + why
         raise ValueError(f"{path}: the columns {wrong} are not numeric; every column is a feature.{why}")
     return frame
 
@@ -288,7 +288,10 @@ class _CsvLines:
                 if line:
                     return line
         except (EOFError, OSError, zlib.error) as exc:  # a compressed file cut short or damaged
-            raise ValueError(f"{self.path}: cannot read the file ({_one_line(exc)}); expected a CSV file.") from None
+            raise ValueError(
+                f"{self.path}: cannot read the file to its end ({type(exc).__name__}: {_one_line(exc)}); it is cut "
+                "short or damaged."
+            ) from None
         return None
 
     def close(self) -> None:
