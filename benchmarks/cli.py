@@ -192,7 +192,8 @@ def startup_inputs(data: Path) -> dict:
     np.savetxt(paths["labels"], np.asarray(y[:STARTUP_ROWS]).astype(int), fmt="%d")
     columns = [f"f{j}" for j in range(X.shape[1])]
     (data / "header-only.csv").write_text(",".join(columns) + "\n")
-    text = [",".join(columns)] + [",".join([*map(str, row[:-1]), f"kind-{int(row[-1]) % 3}"]) for row in X[:STARTUP_ROWS]]
+    text = [",".join(columns)]
+    text += [",".join([*map(str, row[:-1]), f"kind-{int(row[-1]) % 3}"]) for row in X[:STARTUP_ROWS]]
     (data / "text-column.csv").write_text("\n".join(text) + "\n")
     return paths
 

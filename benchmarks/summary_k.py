@@ -64,7 +64,8 @@ def main() -> int:
     args = parser.parse_args()
     _summary_pass.SMALL_INPUT_ROWS = 1  # the stored generator's inputs take the chunked path
     start = time.perf_counter()
-    print("| generator | method | cases fitted | memory reaches K | summary reaches it too | short, said why | short, silent |")
+    print("| generator | method | cases fitted | memory reaches K | summary reaches it too | short, said why "
+          "| short, silent |")
     print("|---|---|---|---|---|---|---|")
     silent_total = 0
     for generator in (mixture, stored):

@@ -173,7 +173,7 @@ def test_a_csv_whose_lines_end_with_a_comma_has_the_columns_before_it(tmp_path, 
         ("a,b,c\n" + _lines(np.ones((5, 3))) + "# more rows\n" + _lines(np.ones((5, 3))), "Line 7 ('# more rows')"),
         ("a;b;c\n" + _lines(np.full((5, 3), 1.5), sep=";", decimal=","), "Line 1 ('a;b;c') has ';'"),
         (_lines(np.full((5, 3), 1.5), sep=";", decimal=","), "Line 1 ('1,500000;1,500000;1,500000') has ';'"),
-        ("a,b,c\n" + _lines(np.eye(3)) + _lines(np.eye(3), end=","), "Line 5 ('1.000000,0.000000,0.000000,') ends with"),
+        ("a,b,c\n" + _lines(np.eye(3)) + _lines(np.eye(3), end=","), "Line 5 ('1.000000,0.000000,0.000000,') ends"),
     ],
     ids=["comment first", "comment inside", "semicolons", "semicolons no header", "some lines end with a comma"],
 )
@@ -215,7 +215,8 @@ def test_errors_that_need_the_file_or_a_method_value_come_before_the_imports(tmp
         (tmp_path / name).write_text(files[key])
     code = (
         "import sys; from lowdens_pipelines.cli import main; status = main(sys.argv[1:]); "
-        "heavy = sorted({'dask', 'pandas', 'sklearn', 'numba', 'lowdens_dask.estimators.divisive'} & set(sys.modules)); "
+        "heavy = {'dask', 'pandas', 'sklearn', 'numba', 'lowdens_dask.estimators.divisive'} & set(sys.modules); "
+        "heavy = sorted(heavy); "
         "print(status, heavy)"
     )
     done = subprocess.run([sys.executable, "-c", code, "fit", *args, "--store", "runs"], cwd=tmp_path,

@@ -228,7 +228,8 @@ def test_sigint_to_the_group_pauses_the_deployment_and_exits_130(prefect_api, sm
                 if serve.elapsed is None:
                     problems.append(serve.failed(f"still running {3 * serve.limit:.0f} s after SIGINT"))
                 elif serve.elapsed >= serve.limit:
-                    problems.append(serve.failed(f"exit {serve.elapsed:.1f} s after SIGINT (limit {serve.limit:.0f} s)"))
+                    limit = f"limit {serve.limit:.0f} s"
+                    problems.append(serve.failed(f"exit {serve.elapsed:.1f} s after SIGINT ({limit})"))
                 if serve.process.returncode != 130:
                     problems.append(serve.failed(f"exit status {serve.process.returncode}, not 130"))
                 if serve.output != "terminal" and serve.status_file.exists():  # lowdens's own, and tee's (SIGINT)

@@ -79,10 +79,11 @@ CONSTANT_RTOL = 64 * np.finfo(np.float64).eps
 class TreeClustering(ClusterMixin, BaseEstimator):
     """Base of the tree estimators: :meth:`fit`, :meth:`partial_fit` and :meth:`predict` (module docstring).
 
-    An estimator defines ``_method``, ``_check_params()``, ``_grow_rows(X, weights, spread, rows, sample, reach) -> Growth``
-    (points in memory: rows, or summary-mode microclusters with their per-dimension ``spread`` and the summary's
-    ``sample`` of rows, on which ``n_clusters="auto"`` tests splits; ``rows``, the
-    chunked rows for ``refine``) and ``_grow_node(root) -> Growth`` (exact mode: a ``ChunkedNode``), and may define
+    An estimator defines ``_method``, ``_check_params()``,
+    ``_grow_rows(X, weights, spread, rows, sample, reach) -> Growth`` (points in memory: rows, or summary-mode
+    microclusters with their per-dimension ``spread``, the summary's ``sample`` of rows, on which
+    ``n_clusters="auto"`` tests splits, and the ``reach`` rows each leaf must keep; ``rows``, the chunked rows for
+    ``refine``) and ``_grow_node(root) -> Growth`` (exact mode: a ``ChunkedNode``), and may define
     ``_fitted_attributes(growth)`` (its own attributes of the grown tree) and ``_labeller()`` (how rows are routed:
     ``(function, args, labels_nonfinite)``, by default the tree's leaves)."""
 

@@ -317,7 +317,8 @@ class SVMRelabelClustering(TreeClustering):
             X, weights, Z, spread, mean, scale, params, test, check_random_state(self.random_state)
         )
         with single_threaded_blas():
-            return grow(tree, InMemoryData(X, weights, reach=reach), splitter, GrowthRules(target, lazy=True, test=test))
+            data = InMemoryData(X, weights, reach=reach)
+            return grow(tree, data, splitter, GrowthRules(target, lazy=True, test=test))
 
     def _fitted_attributes(self, growth: Growth) -> dict:
         if self.n_clusters != "auto" and growth.n_leaves < self.n_clusters:
