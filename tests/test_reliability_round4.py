@@ -281,3 +281,18 @@ def test_the_commands_table_of_method_values_agrees_with_the_estimators(name):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 METHODS[method].clustering(n_clusters=2, random_state=0, **{name: value}).fit(X)
+
+
+def test_summary_mode_short_of_n_clusters_says_how_many_microclusters_it_grew_on(monkeypatch):
+    """Item 2's other half: where summary mode cannot reach n_clusters (30 rows in one-row chunks summarise to a
+    few microclusters), the one warning says why and what reaches it."""
+    import dask.array as da
+
+    from lowdens_dask import PDDP
+    from lowdens_dask.estimators import _summary_pass
+
+    monkeypatch.setattr(_summary_pass, "SMALL_INPUT_ROWS", 1)
+    X = np.random.default_rng(0).normal(size=(30, 4))
+    with pytest.warns(UserWarning, match=r"could be formed \(n_clusters=6\).* Summary mode grew the tree on \d+ micro"):
+        model = PDDP(n_clusters=6, mode="summary").fit(da.from_array(X, chunks=(1, 4)))
+    assert model.n_clusters_ < 6

@@ -56,14 +56,21 @@ from ._validation import check_fit_rows, labels_with_skipped, predict_rows, reje
 _FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "_rows_fitted")
 
 
-def unreached_clause(growth: Growth) -> str:
-    """For the warning of a fit that fell short of an integer ``n_clusters``: the splits summary mode did not make
-    because a side would hold no row (``Growth.n_unreached``); empty when there were none."""
-    if not growth.n_unreached:
+def summary_clause(growth: Growth) -> str:
+    """For the warning of a fit that fell short of an integer ``n_clusters``, in summary mode: how many
+    microclusters the tree grew on, and the splits set aside because a side would hold no row
+    (``Growth.n_unreached``); empty for a fit of rows."""
+    if growth.n_microclusters is None:
         return ""
+    aside = (
+        f"; {growth.n_unreached} split(s) were set aside because a side would hold no row (its microclusters "
+        "average rows of other clusters)"
+        if growth.n_unreached
+        else ""
+    )
     return (
-        f" Summary mode set aside {growth.n_unreached} split(s) whose side no row would reach (its microclusters "
-        "average rows of other clusters); smaller rows_per_microcluster, larger chunks or mode='exact' avoid this."
+        f" Summary mode grew the tree on {growth.n_microclusters} microclusters{aside}: smaller "
+        "rows_per_microcluster, larger chunks or mode='exact' can reach it."
     )
 
 
@@ -226,7 +233,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
         growth = self._grow_rows(
             summary.means, summary.weights, summary.spread, rows, summary.sample, done.representatives
-        )
+        )._replace(n_microclusters=summary.n_microclusters)
         merge_unreached_leaves(growth.tree, done.representatives)
         self._set_fitted(
             growth,

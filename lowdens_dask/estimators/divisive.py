@@ -20,7 +20,7 @@ from ..pursuit.significance import SplitTest
 from ..tree import ClusterTree
 from ..tree.grower import Growth, GrowthRules, History, grow
 from ..tree.hyperplanes import HyperplaneSplitter
-from ._fit import TreeClustering, unreached_clause
+from ._fit import TreeClustering, summary_clause
 from ._params import DIVISIVE_DEFAULTS, MDH_INDEX_DEFAULTS, init_with, max_node_bytes, scale_out, with_scale_out_doc
 from ._validation import check_bandwidth, check_mdh_params, check_n_clusters_auto, single_threaded_blas
 from .hyperplane import FramedGrowth, sample_in_frame
@@ -149,7 +149,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
                 + ("can be split further." if self.force_n_clusters else f"has a valid {self._method} split.")
-                + unreached_clause(growth)
+                + summary_clause(growth)
             )
         return {}
 

@@ -41,7 +41,7 @@ from ..pursuit.significance import SplitTest, half_indices, is_significant, mean
 from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
 from ..tree.grower import Growth, GrowthRules, grow
 from ..tree.splitter import Candidate, Cut, SplitterBase
-from ._fit import TreeClustering, unreached_clause
+from ._fit import TreeClustering, summary_clause
 from ._params import init_with, is_chunked_input, scale_out
 from ._summary_pass import check_enough_rows, check_nonfinite
 from ._validation import (
@@ -515,7 +515,7 @@ class _MSCBase(TreeClustering):
         if self._n_clusters() != "auto" and tree.n_leaves < self._n_clusters():
             warn(
                 f"Only {tree.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining leaf "
-                "has two distinct rows of positive weight that MSC separates." + unreached_clause(growth)
+                "has two distinct rows of positive weight that MSC separates." + summary_clause(growth)
             )
         return {}
 

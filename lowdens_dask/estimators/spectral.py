@@ -21,7 +21,7 @@ from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
 from ..tree.grower import Growth, GrowthRules, by_size, grow
 from ..tree.spectral import SpectralSplitter, least_connected
-from ._fit import unreached_clause
+from ._fit import summary_clause
 from ._params import DEPRECATED, init_with, renamed, scale_out
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
 from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
@@ -302,7 +302,7 @@ class _SpectralClustering(_DivisiveClustering):
         if self._n_clusters() != "auto" and growth.n_leaves < self._n_clusters():
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self._n_clusters()}): no remaining "
-                "leaf has two distinct rows of positive weight that it can separate." + unreached_clause(growth)
+                "leaf has two distinct rows of positive weight that it can separate." + summary_clause(growth)
             )
         return {}
 

@@ -31,7 +31,7 @@ from ..tree import ClusterTree
 from ..tree.grower import Growth, GrowthRules, grow
 from ..tree.rules import KernelExpansionRule
 from ..tree.splitter import Candidate, Cut, SplitterBase
-from ._fit import TreeClustering, unreached_clause
+from ._fit import TreeClustering, summary_clause
 from ._params import init_with, scale_out
 from ._validation import (
     check_fit_input,
@@ -325,7 +325,7 @@ class SVMRelabelClustering(TreeClustering):
             warn(
                 f"Only {growth.n_leaves} clusters could be formed (n_clusters={self.n_clusters}): no remaining leaf "
                 f"has a two-class labelling with at least min_cluster_fraction={self.min_cluster_fraction:g} of its "
-                "weight on each side." + unreached_clause(growth)
+                "weight on each side." + summary_clause(growth)
             )
         return {"n_iter_": growth.n_evaluations}
 

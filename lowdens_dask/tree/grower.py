@@ -101,6 +101,7 @@ class Growth(NamedTuple):
     n_evaluations: int  #: objective evaluations of every split found
     report: dict | None  #: an update's report (None for a fit)
     n_unreached: int = 0  #: splits not made: a side no ``reach`` row would reach
+    n_microclusters: int | None = None  #: summary mode: the microclusters grown on (set by the estimator)
 
 
 def grow(
