@@ -9,50 +9,16 @@ import joblib
 import numpy as np
 import pytest
 
-from lowdens_dask import (
-    IPDDP,
-    LMSC,
-    MCH,
-    MDH,
-    MSC,
-    PDDP,
-    SCPP,
-    DePDDP,
-    MCClustering,
-    MCProjection,
-    MDHClassifier,
-    MDHClustering,
-    MDHProjection,
-    MSCClustering,
-    NCutClustering,
-    NCutH,
-    NCutProjection,
-    SCPPClustering,
-    SupportVectorClustering,
-    SVMRelabelClustering,
-)
+from sklearn.base import BaseEstimator
 
+import lowdens_dask
+from lowdens_dask import LMSC, MDHClassifier, MDHClustering, NCutClustering, SupportVectorClustering, SVMRelabelClustering
+
+#: every public estimator class
 ESTIMATORS = [
-    IPDDP,
-    LMSC,
-    MCH,
-    MDH,
-    MSC,
-    PDDP,
-    SCPP,
-    DePDDP,
-    MCClustering,
-    MCProjection,
-    MDHClassifier,
-    MDHClustering,
-    MDHProjection,
-    MSCClustering,
-    NCutClustering,
-    NCutH,
-    NCutProjection,
-    SCPPClustering,
-    SupportVectorClustering,
-    SVMRelabelClustering,
+    getattr(lowdens_dask, name)
+    for name in lowdens_dask.__all__
+    if isinstance(getattr(lowdens_dask, name), type) and issubclass(getattr(lowdens_dask, name), BaseEstimator)
 ]
 
 
@@ -75,7 +41,7 @@ def joblib_dump(est):
 
 
 #: fitted on fewer rows: their fits take seconds on 1,000 rows
-SLOW = (LMSC, SVMRelabelClustering, SupportVectorClustering)
+SLOW = (LMSC, lowdens_dask.LMSCClustering, SVMRelabelClustering, SupportVectorClustering)
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda cls: cls.__name__)
