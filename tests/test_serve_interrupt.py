@@ -118,6 +118,13 @@ class _Pty:
                 pass
 
 
+def _default_sigint() -> None:
+    """In the child before it runs the command: SIGINT's default action, as a terminal's foreground job has it. A
+    suite started in the background of a shell script (``pytest ... &``, or under ``nohup``) inherits SIGINT
+    ignored, and ``tee`` then outlived the SIGINT and exited 0 (bash cannot trap a signal ignored on entry)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class _Serve:
     """One ``lowdens serve`` in a process group of its own, its output in a terminal, or piped into ``tee``."""
 
@@ -132,7 +139,7 @@ class _Serve:
             self.terminal = _Pty()
             self.process = subprocess.Popen(argv, env=env, cwd=folder, stdin=subprocess.DEVNULL,
                                             stdout=self.terminal.slave, stderr=self.terminal.slave,
-                                            start_new_session=True)  # fmt: skip
+                                            start_new_session=True, preexec_fn=_default_sigint)  # fmt: skip
             os.close(self.terminal.slave)
             self.terminal.slave = -1
         else:
@@ -144,7 +151,8 @@ class _Serve:
                 f'echo "${{s[0]}} ${{s[1]}}" > "{self.status_file}"; exit "${{s[0]}}"'
             )
             self.process = subprocess.Popen(["bash", "-c", script, "bash", *argv], env=env, cwd=folder,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            preexec_fn=_default_sigint)  # fmt: skip
         self.deployment = None
         self.before = ""
         self.elapsed = None
