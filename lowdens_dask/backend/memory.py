@@ -39,7 +39,7 @@ def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
     return np.ascontiguousarray(X[first[order]]), merged
 
 
-#: :func:`merge_near_copies`: rows nearer to an earlier row than this share of the rows' median distance to their
+#: :func:`merge_near_copies`: rows nearer to another row than this share of the rows' median distance to their
 #: ``NEAR_COPY_NEIGHBOUR``-th nearest row are copies of it (the scale of the rows' spacing, which a row's few copies
 #: do not set). The median is taken over ``NEAR_COPY_PROBES`` rows drawn at random, by direct distances: a k-d tree's
 #: unbounded neighbour query costs milliseconds a row in 16 dimensions, its nearest row within the tolerance
