@@ -21,7 +21,14 @@ import math
 import numpy as np
 from numba import njit
 
-from ..kernels.kde import SQRT_2PI, binned_kde_grid, kernel_sums, projection_gradient_weights, weighted_moments
+from ..kernels.kde import (
+    SQRT_2PI,
+    binned_kde_grid,
+    kernel_sums,
+    linear_binning,
+    projection_gradient_weights,
+    weighted_moments,
+)
 
 #: Grid spacing of the binned search, in bandwidths.
 GRID_STEP = 0.125
@@ -231,6 +238,151 @@ def minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf)
     if last_b != best_b:
         best = log_penalised_density(p, w, total, h, best_b, lo, hi, coef, eps, kbuf)
     return best_b, best[0], best[3], best[4], best[5], best[6], best[7]
+
+
+#: Exact kernel sums on a window: points more than ``WINDOW_RADIUS`` bandwidths from every b of a bracket are left
+#: out. Each contributes at most ``exp(-R²/2) R²`` (about 8e-30) of its weight to S0, S1/h and S2/h², so while S0 of
+#: the window is at least ``WINDOW_FLOOR`` times the total weight, what is left out is below 2^-53 of S0 (float64
+#: rounding) and the windowed sums are the exact ones up to rounding. Below the floor (a gap many bandwidths wide,
+#: where the shifted log-domain sums are needed) the bracket is refined on every point, as before.
+WINDOW_RADIUS = 12.0
+WINDOW_FLOOR = 1e-13
+
+
+@njit(cache=True, nogil=True)
+def gather_window(p, w, lo, hi, idx, pw, ww):
+    """The points with ``lo <= p_i <= hi``: their indices, projections and weights in the first ``count`` entries of
+    ``idx``, ``pw`` and ``ww``. Returns ``count``."""
+    count = 0
+    for i in range(p.shape[0]):
+        if lo <= p[i] <= hi:
+            idx[count] = i
+            pw[count] = p[i]
+            ww[count] = w[i]
+            count += 1
+    return count
+
+
+#: Spacing, in bandwidths, of the fine grid on which :func:`_refine_windowed` takes its Newton steps for large nodes.
+FINE_STEP = 1.0 / 32.0
+
+
+@njit(cache=True, nogil=True)
+def fine_binned_sums(counts, g0, delta, b, h):
+    """``(S0, S1, S2)`` at b of the points linearly binned on the grid ``g0 + j delta`` (:func:`linear_binning`):
+    ``sum_j c_j (b - g_j)^k K(b - g_j)``.
+
+    Against the exact sums each point's term is off by its kernel's linear-interpolation error, at most
+    ``delta² / 8`` times the largest second derivative of ``(b - x)^k K(b - x)`` over the point's cell (the error
+    bound of linear interpolation; :func:`binning_error_bound` for S0, tested against the exact sums)."""
+    inv = 0.5 / (h * h)
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    for j in range(counts.shape[0]):
+        c = counts[j]
+        if c != 0.0:
+            u = b - (g0 + j * delta)
+            k = c * math.exp(-u * u * inv)
+            s0 += k
+            s1 += k * u
+            s2 += k * u * u
+    return s0, s1, s2
+
+
+@njit(cache=True, nogil=True)
+def binning_error_bound(pw, ww, b, h, delta):
+    """Bound on ``|S0_binned - S0|`` at b for the points ``pw`` (weights ``ww``) linearly binned at spacing delta:
+    ``sum_i w_i delta²/8 max |K''|`` over the cell of each point, with ``K''(u) = (u²/h² - 1) K(u) / h²``, bounded on
+    a cell ``[u - delta, u + delta]`` by ``(umax²/h² + 1) K(umin) / h²``."""
+    bound = 0.0
+    for i in range(pw.shape[0]):
+        u = abs(b - pw[i])
+        umin = max(u - delta, 0.0)
+        umax = u + delta
+        bound += ww[i] * (umax * umax / (h * h) + 1.0) * math.exp(-0.5 * umin * umin / (h * h)) / (h * h)
+    return bound * delta * delta / 8.0
+
+
+@njit(cache=True, nogil=True)
+def _refine_windowed(p, w, total, h, lo, hi, coef, eps, xa, xc, b, idx, pw, ww, kbuf, fine):
+    """:func:`_refine` (minimising) on the points within ``WINDOW_RADIUS`` bandwidths of the bracket [xa, xc].
+
+    With ``fine``, the Newton steps take their kernel sums from the window's points linearly binned at
+    ``FINE_STEP`` bandwidths (:func:`fine_binned_sums`: a cost per step of the grid's cells, not of the points),
+    and only the point they converge to is evaluated exactly: b is then the minimiser of the binned density, within
+    the binning error of the exact one.
+
+    Returns ``(b, res, count)``: ``count`` points in the window (the first entries of ``idx``, ``pw``, ``ww``, and
+    of ``kbuf`` with their kernel terms at b), or ``count = -1`` when a sum fell below ``WINDOW_FLOOR`` and the
+    bracket was refined exactly on every point (``kbuf`` then holds every point's kernel term)."""
+    reach = WINDOW_RADIUS * h
+    count = gather_window(p, w, xa - reach, xc + reach, idx, pw, ww)
+    floor = WINDOW_FLOOR * total
+    b0, xa0, xc0 = b, xa, xc
+    exact = True
+    if fine:
+        delta = FINE_STEP * h
+        g0 = xa - reach - delta
+        counts = linear_binning(pw[:count], ww[:count], g0, delta, np.zeros(int((xc - xa + 2 * reach) / delta) + 3))
+        for _ in range(MAX_NEWTON):
+            s0, s1, s2 = fine_binned_sums(counts, g0, delta, b, h)
+            if not s0 >= floor:
+                exact = False
+                break
+            d1, d2 = log_f_from_sums(0.0, s0, s1, s2, total, h, b, lo, hi, coef, eps)[1:3]
+            bn, xa, xc, done = newton_update(d1, d2, xa, xc, b, h)
+            if done:
+                break
+            b = bn
+    if exact:
+        res = log_penalised_density(pw[:count], ww[:count], total, h, b, lo, hi, coef, eps, kbuf[:count])
+        exact = res[4] == 0.0 and res[5] >= floor
+    if exact and not fine:
+        for _ in range(MAX_NEWTON):
+            bn, xa, xc, done = newton_update(res[1], res[2], xa, xc, b, h)
+            if done:
+                break
+            b = bn
+            res = log_penalised_density(pw[:count], ww[:count], total, h, b, lo, hi, coef, eps, kbuf[:count])
+            exact = res[4] == 0.0 and res[5] >= floor
+            if not exact:
+                break
+    if exact:
+        return b, res, count
+    b, res = _refine(p, w, total, h, lo, hi, coef, eps, xa0, xc0, b0, kbuf, False)
+    return b, res, -1
+
+
+@njit(cache=True, nogil=True)
+def minimise_penalised_density_windowed(p, w, total, mean, std, h, alpha, eta, eps, idx, pw, ww, kbuf, fine):
+    """:func:`minimise_penalised_density` with each bracket refined on the points near it (``WINDOW_RADIUS``):
+    the same b and log f_CL up to rounding (with ``fine``, up to the binning error of :func:`_refine_windowed`), at
+    a cost per Newton step of the points near b (with ``fine``, of a grid's cells), not of all of them.
+
+    Returns ``(b, log_f, log_I, shift, s0, side, r, count)``; the first ``count`` entries of ``idx``, ``pw``, ``ww``
+    and ``kbuf`` hold the window of b and its kernel terms (``count = -1``: ``kbuf`` holds every point's).
+    """
+    coef = penalty_coefficient(h, eta, eps)
+    lo, hi, a, delta, m = b_search_grid(mean, std, h, alpha, eta)
+    cands = b_candidates(binned_kde_grid(p, w, h, a, delta, m), total, h, lo, hi, coef, eps, a, delta)
+    best_f = np.inf
+    best_b = np.nan
+    best = (np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    count = -1
+    last_best = False
+    for q in range(cands.shape[0]):
+        b, res, n_window = _refine_windowed(
+            p, w, total, h, lo, hi, coef, eps, cands[q, 0], cands[q, 1], cands[q, 2], idx, pw, ww, kbuf, fine
+        )
+        last_best = res[0] < best_f
+        if last_best:
+            best_f, best_b, best, count = res[0], b, res, n_window
+    if not last_best:  # the buffers hold a later bracket's window: refill them at the best b
+        best_b, best, count = _refine_windowed(
+            p, w, total, h, lo, hi, coef, eps, best_b, best_b, best_b, idx, pw, ww, kbuf, False
+        )
+    return best_b, best[0], best[3], best[4], best[5], best[6], best[7], count
 
 
 @njit(cache=True, nogil=True)

@@ -23,7 +23,7 @@ from ..backend import InMemoryData
 from ..indices import DEFAULT_ALPHAS, ProjectionIndex, Split, get_index, silverman_bandwidth  # noqa: F401 (re-exported)
 from ..indices.minimum_density import MinimumDensityIndex
 from ._bfgs import LBFGSMemory, lbfgs_steps
-from .compiled_mdh import mdh_continuation
+from .compiled_mdh import mdh_continuation, scatter_moments
 
 #: Curvature pairs kept by L-BFGS: at least one continuation stage, so each stage's steps are BFGS steps.
 LBFGS_MEMORY = 50
@@ -84,6 +84,7 @@ class _InMemoryObjective:
         self.index = index
         self.mean = data.mean()
         self.grad_p = np.empty(data.n_samples)
+        self.moments = None  # the compiled MDH's scatter moments, computed once for every start
         self.n_evaluations = 0
 
     def answer(self, request, min_size: float):
@@ -181,6 +182,22 @@ def _continuation(v: np.ndarray, index: ProjectionIndex, maxiter: int, ftol: flo
 #: MDH on rows in memory runs each start's continuation as one compiled call (:mod:`.compiled_mdh`); the tests
 #: compare it with the coroutines' steps by turning this off.
 COMPILED_MDH = True
+#: A node of more rows than this takes the alpha continuation's stages before the last on a uniform sample of this
+#: many of its rows (the same bandwidth), and its last stage, the one whose minimiser is the hyperplane, on every
+#: row from there: the stages before the last only carry the direction from the start to the last stage's basin
+#: (MDP², §5.1), and their cost no longer grows with the rows. ``None`` takes every stage on every row.
+CONTINUATION_SAMPLE_ROWS = 25_000
+
+
+def _continuation_sample(X: np.ndarray, w: np.ndarray, mean: np.ndarray, moments: tuple, n_stages: int) -> tuple:
+    """``(sample, n_sample_stages)`` for :func:`~.compiled_mdh.mdh_continuation` (:data:`CONTINUATION_SAMPLE_ROWS`;
+    the rows drawn are the same on every call, so a fit is reproducible)."""
+    m = CONTINUATION_SAMPLE_ROWS
+    if m is None or X.shape[0] <= m or n_stages < 2:
+        return (X, w, moments), 0
+    rows = np.sort(np.random.default_rng(X.shape[0]).choice(X.shape[0], m, replace=False))
+    Xs, ws = np.ascontiguousarray(X[rows]), np.ascontiguousarray(w[rows])
+    return (Xs, ws, scatter_moments(Xs, ws, mean)), n_stages - 1
 
 
 def _compiled_mdh(objective: _InMemoryObjective, v: np.ndarray, maxiter: int, ftol: float, min_size: float):
@@ -190,8 +207,13 @@ def _compiled_mdh(objective: _InMemoryObjective, v: np.ndarray, maxiter: int, ft
     X = np.ascontiguousarray(data.X, dtype=np.float64)
     w = np.ascontiguousarray(data.weights, dtype=np.float64)
     alphas = np.asarray(index.stages, dtype=np.float64)
+    if objective.moments is None:
+        moments = scatter_moments(X, w, objective.mean)
+        objective.moments = moments, *_continuation_sample(X, w, objective.mean, moments, alphas.size)
+    moments, sample, n_sample_stages = objective.moments
     U, B, log_i, done, evaluations = mdh_continuation(
-        X, w, objective.mean, v, index.h, alphas, index.eta, index.eps, maxiter, ftol, min(LBFGS_MEMORY, maxiter)
+        X, w, moments, sample, n_sample_stages, n_sample_stages > 0, objective.mean, v, index.h, alphas, index.eta, index.eps, maxiter,
+        ftol, min(LBFGS_MEMORY, maxiter),
     )
     objective.n_evaluations += int(evaluations)
     kept = None
