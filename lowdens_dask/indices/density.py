@@ -320,8 +320,8 @@ def _refine_windowed(p, w, total, h, lo, hi, coef, eps, xa, xc, b, idx, pw, ww, 
     count = gather_window(p, w, xa - reach, xc + reach, idx, pw, ww)
     floor = WINDOW_FLOOR * total
     b0, xa0, xc0 = b, xa, xc
-    exact = True
-    if fine:
+    exact = count > 0
+    if exact and fine:
         delta = FINE_STEP * h
         g0 = xa - reach - delta
         counts = linear_binning(pw[:count], ww[:count], g0, delta, np.zeros(int((xc - xa + 2 * reach) / delta) + 3))

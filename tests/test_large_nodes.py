@@ -1,0 +1,104 @@
+"""MDH on large nodes in memory (issue 44): the kernel sums on the window of b, the fine binned Newton steps and
+their error bound, and the continuation's early stages on a sample, against independent formulas and full fits."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import adjusted_rand_score
+
+from lowdens_dask import MDHClustering
+from lowdens_dask.indices.density import (
+    FINE_STEP,
+    binning_error_bound,
+    fine_binned_sums,
+    gather_window,
+    minimise_penalised_density,
+    minimise_penalised_density_windowed,
+)
+from lowdens_dask.kernels.kde import linear_binning, weighted_moments
+from lowdens_dask.pursuit import hyperplanes
+
+
+def mixture(rng, n, gap=3.5):
+    return np.concatenate([rng.normal(-gap / 2, 0.7, n // 2), rng.normal(gap / 2, 1.0, n - n // 2)])
+
+
+def buffers(n):
+    return np.empty(n, np.int64), np.empty(n), np.empty(n), np.empty(n)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fine_binned_sums_match_the_direct_formula(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.random(300) * (rng.random(300) < 0.7)
+    g0, delta, h, b = -1.3, 0.02, 0.4, float(rng.uniform(-1, 5))
+    u = b - (g0 + delta * np.arange(300))
+    k = counts * np.exp(-(u**2) / (2 * h * h))
+    np.testing.assert_allclose(fine_binned_sums(counts, g0, delta, b, h), [k.sum(), (k * u).sum(), (k * u * u).sum()],
+                               rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("step", [FINE_STEP, 0.25])
+def test_binned_kernel_sum_is_within_its_error_bound(seed, step):
+    """S0 of the linearly binned points against the exact sum (numpy), at points in the gap and in the modes; the
+    bound holds at the coarse spacing too, where the error is large, and is not vacuous at the fine one."""
+    rng = np.random.default_rng(seed)
+    p = mixture(rng, 2000)
+    w = rng.integers(1, 4, p.size).astype(float)
+    h = 0.3
+    delta = step * h
+    g0 = p.min() - delta
+    counts = linear_binning(p, w, g0, delta, np.zeros(int((p.max() - g0) / delta) + 3))
+    for b in rng.uniform(p.min(), p.max(), 20):
+        exact = float((w * np.exp(-((b - p) ** 2) / (2 * h * h))).sum())
+        binned = fine_binned_sums(counts, g0, delta, b, h)[0]
+        bound = binning_error_bound(p, w, b, h, delta)
+        assert abs(binned - exact) <= bound
+        if step == FINE_STEP:
+            assert bound <= 0.05 * exact
+
+
+def test_gather_window_keeps_exactly_the_points_in_the_window():
+    rng = np.random.default_rng(0)
+    p, w = rng.normal(size=500), rng.random(500)
+    idx, pw, ww, _ = buffers(500)
+    count = gather_window(p, w, -0.3, 0.8, idx, pw, ww)
+    keep = np.flatnonzero((p >= -0.3) & (p <= 0.8))
+    np.testing.assert_array_equal(idx[:count], keep)
+    np.testing.assert_array_equal(pw[:count], p[keep])
+    np.testing.assert_array_equal(ww[:count], w[keep])
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("alpha", [0.05, 0.5, 0.9])
+@pytest.mark.parametrize("gap", [3.5, 40.0])  # 40: the density underflows across the gap, refined on every point
+def test_windowed_minimum_is_the_exact_one(seed, alpha, gap):
+    rng = np.random.default_rng(seed)
+    p = mixture(rng, 3000, gap)
+    w = rng.integers(1, 4, p.size).astype(float)
+    h, eta, eps = 0.3, 1e-2, 1 - 1e-6
+    total, mean, std, _, _ = weighted_moments(p, w)
+    exact = minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, np.empty_like(p))
+    windowed = minimise_penalised_density_windowed(p, w, total, mean, std, h, alpha, eta, eps, *buffers(p.size), False)
+    assert abs(windowed[0] - exact[0]) <= 1e-8 * h
+    np.testing.assert_allclose(windowed[1:7], exact[1:], rtol=1e-9, atol=1e-12)
+    fine = minimise_penalised_density_windowed(p, w, total, mean, std, h, alpha, eta, eps, *buffers(p.size), True)
+    assert abs(fine[0] - exact[0]) <= 0.01 * h
+    assert fine[1] >= exact[1] - 1e-9 and fine[1] == pytest.approx(exact[1], abs=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_continuation_on_a_sample_gives_the_labels_of_every_row(seed, monkeypatch):
+    """Nodes above the sample size take the stages before the last on a sample and the last on every row: the same
+    clusters as the continuation on every row, and the same labels fit after fit."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=5.0, size=(4, 6))
+    X = centres[rng.integers(0, 4, 6000)] + rng.normal(size=(6000, 6))
+    monkeypatch.setattr(hyperplanes, "CONTINUATION_SAMPLE_ROWS", None)
+    every_row = MDHClustering(n_clusters=4).fit(X).labels_
+    monkeypatch.setattr(hyperplanes, "CONTINUATION_SAMPLE_ROWS", 800)
+    sampled = MDHClustering(n_clusters=4).fit(X).labels_
+    assert adjusted_rand_score(every_row, sampled) >= 0.999
+    np.testing.assert_array_equal(sampled, MDHClustering(n_clusters=4).fit(X).labels_)
