@@ -1,0 +1,127 @@
+"""In-memory fits from 20,000 to 2,000,000 rows (issue 44): seconds, cost per row and labels, this checkout beside
+an earlier commit, measured in one run.
+
+The rows are those of ``benchmarks/cli.py``'s fit section: float32, 10 columns, five well-separated Gaussian groups
+(centres 12 e_k, unit variances, equal weights). For each method and size: ``METHODS[m].clustering(n_clusters=5)``
+at its other defaults, fitted on rows in memory (numpy) ``--repeats`` times after one untimed warm-up fit on 3,000
+rows (numba's cache, imports); the median of the fits' seconds, the cost per row, and the ARI of the labels against
+the groups and against the earlier commit's labels. Each checkout runs in a single-thread subprocess of its own
+(``NUMBA_NUM_THREADS=1``, BLAS one thread), one after the other, size by size, so that the two see the same machine.
+
+    python benchmarks/inmemory.py [--sizes 20000,200000,2000000] [--methods mdh,ncut,mc] [--repeats 5]
+                                  [--base REV] [--base-sizes 20000,200000] [--output FILE]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+
+SINGLE_THREAD_ENV = {
+    k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+}
+
+
+def worker(checkout: str, method: str, n: int, repeats: int, labels_path: str) -> dict:
+    """Median seconds of ``repeats`` fits of ``n`` rows with the package in ``checkout``; the labels go to
+    ``labels_path`` (.npy)."""
+    sys.path.insert(0, checkout)
+    import warnings
+
+    import numpy as np
+    from sklearn.metrics import adjusted_rand_score
+
+    import lowdens_dask
+    from lowdens_dask import METHODS
+
+    assert os.path.realpath(lowdens_dask.__path__[0]).startswith(os.path.realpath(checkout))
+    sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+    from cli import K, rows  # after lowdens_dask is imported: cli.py puts this checkout on sys.path
+
+    warnings.simplefilter("ignore")
+    X = rows(0, n)
+    rng = np.random.default_rng([0, 0])
+    y = rng.integers(0, K, size=n)  # rows() draws the groups first from the same generator
+    cls = METHODS[method].clustering
+    cls(n_clusters=K).fit(X[:3000])
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        est = cls(n_clusters=K).fit(X)
+        seconds.append(time.perf_counter() - start)
+    np.save(labels_path, np.asarray(est.labels_))
+    return {"s": statistics.median(seconds), "runs": seconds, "ari_truth": adjusted_rand_score(y, est.labels_)}
+
+
+def run(checkout: str, method: str, n: int, repeats: int, labels_path: str) -> dict:
+    env = dict(os.environ, **SINGLE_THREAD_ENV)
+    env.pop("PYTHONPATH", None)
+    argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--methods", method, "--sizes", str(n),
+            "--repeats", str(repeats), "--labels", labels_path]
+    out = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(), check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="20000,200000,2000000")
+    parser.add_argument("--methods", default="mdh,ncut,mc")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--base", default="b822319", help="the earlier commit (default b822319, before issue 44)")
+    parser.add_argument("--base-sizes", default="20000,200000", help="the sizes also fitted by the earlier commit")
+    parser.add_argument("--output", default=str(RESULTS_DIR / "inmemory.md"))
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--labels", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    sizes = [int(float(s)) for s in args.sizes.split(",") if s]
+    methods = [m for m in args.methods.split(",") if m]
+    if args.worker:
+        print(json.dumps(worker(args.worker, methods[0], sizes[0], args.repeats, args.labels)))
+        return
+    import numpy as np
+    from sklearn.metrics import adjusted_rand_score
+
+    base_sizes = {int(float(s)) for s in args.base_sizes.split(",") if s}
+    scratch = Path(tempfile.mkdtemp(prefix="lowdens-inmemory-"))
+    base_dir = scratch / "base"
+    subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "-q", "--detach", str(base_dir), args.base],
+                   check=True)
+    rows = []
+    try:
+        for method in methods:
+            for n in sizes:
+                new = run(str(REPO_ROOT), method, n, args.repeats, str(scratch / "new.npy"))
+                base = None
+                if n in base_sizes:
+                    base = run(str(base_dir), method, n, args.repeats, str(scratch / "base.npy"))
+                    base["ari_new"] = adjusted_rand_score(np.load(scratch / "base.npy"), np.load(scratch / "new.npy"))
+                rows.append([
+                    method, f"{n:,}",
+                    fmt(base["s"]) if base else "-", fmt(new["s"]), fmt(base["s"] / new["s"], 2) if base else "-",
+                    fmt(1e6 * new["s"] / n, 3), fmt(new["ari_truth"], 4), fmt(base["ari_new"], 4) if base else "-",
+                    ", ".join(fmt(s) for s in new["runs"]),
+                ])
+                print(" | ".join(rows[-1]), flush=True)
+    finally:
+        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(base_dir)], check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+    header = ["method", "rows", f"{args.base} (s)", "this checkout (s)", "speed-up", "µs per row", "ARI vs groups",
+              f"ARI vs {args.base}", "this checkout's runs (s)"]
+    body = (
+        f"Median of {args.repeats} fits each, single thread; '-' where the earlier commit was not run "
+        f"(--base-sizes).\n\n" + markdown_table(header, rows)
+    )
+    path = write_markdown(args.output, "In-memory fits by size (issue 44)", command_line(), body)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
