@@ -102,3 +102,28 @@ def test_continuation_on_a_sample_gives_the_labels_of_every_row(seed, monkeypatc
     sampled = MDHClustering(n_clusters=4).fit(X).labels_
     assert adjusted_rand_score(every_row, sampled) >= 0.999
     np.testing.assert_array_equal(sampled, MDHClustering(n_clusters=4).fit(X).labels_)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_projection_kernel_matches_numpy(dtype):
+    from lowdens_dask.pursuit.compiled_mdh import _project
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 7)).astype(dtype)
+    u = rng.normal(size=7)
+    p = np.empty(400)
+    _project(X, u, 0.75, p)
+    np.testing.assert_allclose(p, X.astype(np.float64) @ u - 0.75, rtol=1e-12, atol=1e-12)
+
+
+def test_scatter_moments_match_numpy():
+    from lowdens_dask.pursuit.compiled_mdh import scatter_moments
+
+    rng = np.random.default_rng(3)
+    X, w = rng.normal(size=(300, 4)) + 5.0, rng.integers(0, 4, 300).astype(float)
+    mean = X.mean(axis=0)
+    total, dbar, S = scatter_moments(X, w, mean)
+    assert total == w.sum()
+    np.testing.assert_allclose(dbar, np.average(X, axis=0, weights=w) - mean, atol=1e-12)
+    np.testing.assert_allclose(S, np.cov(X.T, fweights=w.astype(int), ddof=0) * w.sum(), rtol=1e-10)
+    assert scatter_moments(X[:10], w[:10], mean)[2].shape == (0, 0)  # fewer rows than 4 per column: no scatter
