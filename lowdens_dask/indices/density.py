@@ -216,14 +216,20 @@ def b_candidates(kde, total, h, lo, hi, coef, eps, a, delta):
 
 
 @njit(cache=True, nogil=True)
+def _b_brackets(p, w, total, mean, std, h, alpha, eta, eps):
+    """The b search's penalty coefficient, constraint interval [lo, hi] and candidate brackets (binned grid)."""
+    coef = penalty_coefficient(h, eta, eps)
+    lo, hi, a, delta, m = b_search_grid(mean, std, h, alpha, eta)
+    return coef, lo, hi, b_candidates(binned_kde_grid(p, w, h, a, delta, m), total, h, lo, hi, coef, eps, a, delta)
+
+
+@njit(cache=True, nogil=True)
 def minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, kbuf):
     """Global minimiser of f_CL over b (eqs. 10-13). Returns (b, log_f, log_I, shift, s0, side, r).
 
     ``kbuf`` is left holding the kernel terms at the returned b, ready for the gradient.
     """
-    coef = penalty_coefficient(h, eta, eps)
-    lo, hi, a, delta, m = b_search_grid(mean, std, h, alpha, eta)
-    cands = b_candidates(binned_kde_grid(p, w, h, a, delta, m), total, h, lo, hi, coef, eps, a, delta)
+    coef, lo, hi, cands = _b_brackets(p, w, total, mean, std, h, alpha, eta, eps)
     best_f = np.inf
     best_b = np.nan
     best = (np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -363,9 +369,7 @@ def minimise_penalised_density_windowed(p, w, total, mean, std, h, alpha, eta, e
     Returns ``(b, log_f, log_I, shift, s0, side, r, count)``; the first ``count`` entries of ``idx``, ``pw``, ``ww``
     and ``kbuf`` hold the window of b and its kernel terms (``count = -1``: ``kbuf`` holds every point's).
     """
-    coef = penalty_coefficient(h, eta, eps)
-    lo, hi, a, delta, m = b_search_grid(mean, std, h, alpha, eta)
-    cands = b_candidates(binned_kde_grid(p, w, h, a, delta, m), total, h, lo, hi, coef, eps, a, delta)
+    coef, lo, hi, cands = _b_brackets(p, w, total, mean, std, h, alpha, eta, eps)
     best_f = np.inf
     best_b = np.nan
     best = (np.inf, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
