@@ -127,3 +127,19 @@ def test_scatter_moments_match_numpy():
     np.testing.assert_allclose(dbar, np.average(X, axis=0, weights=w) - mean, atol=1e-12)
     np.testing.assert_allclose(S, np.cov(X.T, fweights=w.astype(int), ddof=0) * w.sum(), rtol=1e-10)
     assert scatter_moments(X[:10], w[:10], mean)[2].shape == (0, 0)  # fewer rows than 4 per column: no scatter
+
+
+def test_the_last_stage_of_a_sampled_continuation_is_on_every_row(monkeypatch):
+    """The hyperplane's b is the minimiser of f_CL over every row's projection (within the fine binning's error),
+    not over the sample's."""
+    from lowdens_dask.backend import InMemoryData
+
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(size=(3000, 4)), rng.normal(size=(3000, 4)) + 4.0]
+    monkeypatch.setattr(hyperplanes, "CONTINUATION_SAMPLE_ROWS", 500)
+    found = hyperplanes.find_hyperplane("mdh", InMemoryData(X))
+    p, w = X @ found.v, np.ones(len(X))
+    total, mean, std, _, _ = weighted_moments(p, w)
+    h, eta, eps, alpha = (found.params[k] for k in ("bandwidth", "eta", "eps", "alpha"))
+    b = minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, np.empty_like(p))[0]
+    assert abs(b - found.b) <= 0.01 * h
