@@ -98,7 +98,7 @@ def test_continuation_on_a_sample_gives_the_labels_of_every_row(seed, monkeypatc
     X = centres[rng.integers(0, 4, 6000)] + rng.normal(size=(6000, 6))
     monkeypatch.setattr(hyperplanes, "CONTINUATION_SAMPLE_ROWS", None)
     every_row = MDHClustering(n_clusters=4).fit(X).labels_
-    monkeypatch.setattr(hyperplanes, "CONTINUATION_SAMPLE_ROWS", 800)
+    monkeypatch.setattr(hyperplanes, "CONTINUATION_SAMPLE_ROWS", 800)  # nodes above 1,600 rows
     sampled = MDHClustering(n_clusters=4).fit(X).labels_
     assert adjusted_rand_score(every_row, sampled) >= 0.999
     np.testing.assert_array_equal(sampled, MDHClustering(n_clusters=4).fit(X).labels_)

@@ -260,12 +260,12 @@ def gather_window(p, w, lo, hi, idx, pw, ww):
     """The points with ``lo <= p_i <= hi``: their indices, projections and weights in the first ``count`` entries of
     ``idx``, ``pw`` and ``ww``. Returns ``count``."""
     count = 0
-    for i in range(p.shape[0]):
-        if lo <= p[i] <= hi:
-            idx[count] = i
-            pw[count] = p[i]
-            ww[count] = w[i]
-            count += 1
+    for i in range(p.shape[0]):  # without a branch: every point is written, the count moves past those inside
+        x = p[i]
+        idx[count] = i
+        pw[count] = x
+        ww[count] = w[i]
+        count += np.int64((lo <= x) & (x <= hi))
     return count
 
 
