@@ -143,3 +143,34 @@ def test_the_last_stage_of_a_sampled_continuation_is_on_every_row(monkeypatch):
     h, eta, eps, alpha = (found.params[k] for k in ("bandwidth", "eta", "eps", "alpha"))
     b = minimise_penalised_density(p, w, total, mean, std, h, alpha, eta, eps, np.empty_like(p))[0]
     assert abs(b - found.b) <= 0.01 * h
+
+
+def test_starts_on_threads_give_the_hyperplanes_of_one_thread(monkeypatch):
+    """The starts' continuations run on up to ``numba.get_num_threads()`` threads: every start's direction, split and
+    evaluation count are those of the same pursuit on one thread."""
+    from lowdens_dask.backend import InMemoryData
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(scale=4.0, size=(5, 6))[rng.integers(0, 5, 3000)] + rng.normal(size=(3000, 6))
+    threads = []
+    monkeypatch.setattr(hyperplanes.ThreadPoolExecutor, "__init__", _counting_init(threads))
+    results = {}
+    for n in (1, 3):
+        monkeypatch.setattr(hyperplanes.numba, "get_num_threads", lambda n=n: n)
+        results[n] = hyperplanes.find_hyperplane("mdh", InMemoryData(X), v0=np.eye(6)[:, :3])
+    assert threads == [3]  # one pool, of three threads, only when three threads are allowed
+    one, three = results[1], results[3]
+    assert one.n_evaluations == three.n_evaluations > 0
+    for a, b in zip(one.per_start, three.per_start, strict=True):
+        np.testing.assert_array_equal(a.v, b.v)
+        assert a.b == b.b and a.valid == b.valid
+
+
+def _counting_init(record):
+    original = hyperplanes.ThreadPoolExecutor.__init__
+
+    def init(self, max_workers=None, *args, **kwargs):
+        record.append(max_workers)
+        original(self, max_workers, *args, **kwargs)
+
+    return init

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
+import numba
 import numpy as np
 
 from ..backend import InMemoryData
@@ -84,7 +86,6 @@ class _InMemoryObjective:
         self.index = index
         self.mean = data.mean()
         self.grad_p = np.empty(data.n_samples)
-        self.moments = None  # the compiled MDH's scatter moments, computed once for every start
         self.n_evaluations = 0
 
     def answer(self, request, min_size: float):
@@ -203,29 +204,48 @@ def _continuation_sample(X: np.ndarray, w: np.ndarray, mean: np.ndarray, moments
     return (Xs, ws, scatter_moments(Xs, ws, mean)), n_stages - 1
 
 
-def _compiled_mdh(objective: _InMemoryObjective, v: np.ndarray, maxiter: int, ftol: float, min_size: float):
-    """:func:`_continuation`'s result from :func:`~.compiled_mdh.mdh_continuation`: the last stage whose split the
-    index accepts, else the last stage."""
+def _compiled_starts(objective: _InMemoryObjective, starts, maxiter: int, ftol: float, min_size: float) -> list:
+    """:func:`_compiled_mdh` from each start, on up to ``numba.get_num_threads()`` threads: the compiled continuation
+    releases the GIL and the starts share nothing they change, so the results are those of one thread."""
     data, index = objective.data, objective.index
     X = np.ascontiguousarray(data.X, dtype=np.float64)
     w = np.ascontiguousarray(data.weights, dtype=np.float64)
+    moments = scatter_moments(X, w, objective.mean)
+    rows = (X, w, moments, *_continuation_sample(X, w, objective.mean, moments, len(index.stages)))
+
+    def run(v):
+        return _compiled_mdh(objective, rows, np.asarray(v, dtype=np.float64), maxiter, ftol, min_size)
+
+    threads = min(len(starts), numba.get_num_threads())
+    if threads < 2:
+        found = [run(v) for v in starts]
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            found = list(pool.map(run, starts))
+    objective.n_evaluations += sum(evaluations for _, evaluations in found)
+    return [result for result, _ in found]
+
+
+def _compiled_mdh(objective: _InMemoryObjective, rows: tuple, v, maxiter: int, ftol: float, min_size: float) -> tuple:
+    """``(result, evaluations)``: :func:`_continuation`'s result from :func:`~.compiled_mdh.mdh_continuation` (the
+    last stage whose split the index accepts, else the last stage) and the objective evaluations it took. ``rows``:
+    ``(X, w, moments, sample, n_sample_stages)``, :func:`~.compiled_mdh.scatter_moments` and
+    :func:`_continuation_sample` of the node's rows."""
+    data, index = objective.data, objective.index
     alphas = np.asarray(index.stages, dtype=np.float64)
-    if objective.moments is None:
-        moments = scatter_moments(X, w, objective.mean)
-        objective.moments = moments, *_continuation_sample(X, w, objective.mean, moments, alphas.size)
-    moments, sample, n_sample_stages = objective.moments
+    X, w, moments, sample, n_sample_stages = rows
     U, B, log_i, done, evaluations = mdh_continuation(
         X, w, moments, sample, n_sample_stages, n_sample_stages > 0, objective.mean, v, index.h, alphas, index.eta, index.eps, maxiter,
         ftol, min(LBFGS_MEMORY, maxiter),
     )
-    objective.n_evaluations += int(evaluations)
+    evaluations = int(evaluations)
     splits = [Split(float(B[stage]), math.nan, {"fval": math.exp(log_i[stage])}) for stage in range(alphas.size)]
     for stage in reversed(range(alphas.size)):  # the last accepted stage: later stages are tried first
         if done[stage]:
             stats = index.accept(data.project(U[stage]) - objective.mean @ U[stage], w, splits[stage], min_size)
             if stats is not None:
-                return U[stage].copy(), splits[stage], index.stages[stage], stats, True
-    return U[-1].copy(), splits[-1], index.stages[-1], index.failed_stats(splits[-1]), False
+                return (U[stage].copy(), splits[stage], index.stages[stage], stats, True), evaluations
+    return (U[-1].copy(), splits[-1], index.stages[-1], index.failed_stats(splits[-1]), False), evaluations
 
 
 def _run_serially(coroutines: list, answer: Callable) -> list:
@@ -277,7 +297,7 @@ def pursue(
         found = _run_together(coroutines, lambda requests: objective.answer_batch(requests, min_size))
     elif COMPILED_MDH and type(index) is MinimumDensityIndex:
         objective = _InMemoryObjective(data, index)
-        found = [_compiled_mdh(objective, np.asarray(v, dtype=np.float64), maxiter, ftol, min_size) for v in starts]
+        found = _compiled_starts(objective, starts, maxiter, ftol, min_size)
     else:
         objective = _InMemoryObjective(data, index)
         found = _run_serially(coroutines, lambda request: objective.answer(request, min_size))
