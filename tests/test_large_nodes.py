@@ -154,12 +154,16 @@ def test_starts_on_threads_give_the_hyperplanes_of_one_thread(monkeypatch):
     X = rng.normal(scale=4.0, size=(5, 6))[rng.integers(0, 5, 3000)] + rng.normal(size=(3000, 6))
     threads = []
     monkeypatch.setattr(hyperplanes.ThreadPoolExecutor, "__init__", _counting_init(threads))
+    monkeypatch.setattr(hyperplanes, "THREADED_STARTS_MIN_ROWS", 2000)
     results = {}
     for n in (1, 3):
         monkeypatch.setattr(hyperplanes.numba, "get_num_threads", lambda n=n: n)
         results[n] = hyperplanes.find_hyperplane("mdh", InMemoryData(X), v0=np.eye(6)[:, :3])
     assert threads == [3]  # one pool, of three threads, only when three threads are allowed
     one, three = results[1], results[3]
+    monkeypatch.setattr(hyperplanes, "THREADED_STARTS_MIN_ROWS", 3001)
+    assert hyperplanes.find_hyperplane("mdh", InMemoryData(X), v0=np.eye(6)[:, :3]).n_evaluations == one.n_evaluations
+    assert threads == [3]  # a node below the threshold: no pool
     assert one.n_evaluations == three.n_evaluations > 0
     for a, b in zip(one.per_start, three.per_start, strict=True):
         np.testing.assert_array_equal(a.v, b.v)

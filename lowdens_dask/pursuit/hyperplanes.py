@@ -204,9 +204,15 @@ def _continuation_sample(X: np.ndarray, w: np.ndarray, mean: np.ndarray, moments
     return (Xs, ws, scatter_moments(Xs, ws, mean)), n_stages - 1
 
 
+#: Nodes of at least this many rows take their starts on threads (:func:`_compiled_starts`): a start then costs tens
+#: of milliseconds, against about one to start a thread.
+THREADED_STARTS_MIN_ROWS = 10_000
+
+
 def _compiled_starts(objective: _InMemoryObjective, starts, maxiter: int, ftol: float, min_size: float) -> list:
-    """:func:`_compiled_mdh` from each start, on up to ``numba.get_num_threads()`` threads: the compiled continuation
-    releases the GIL and the starts share nothing they change, so the results are those of one thread."""
+    """:func:`_compiled_mdh` from each start, on up to ``numba.get_num_threads()`` threads for a node of
+    :data:`THREADED_STARTS_MIN_ROWS` rows or more: the compiled continuation releases the GIL and the starts share
+    nothing they change, so the results are those of one thread."""
     data, index = objective.data, objective.index
     X = np.ascontiguousarray(data.X, dtype=np.float64)
     w = np.ascontiguousarray(data.weights, dtype=np.float64)
@@ -216,7 +222,7 @@ def _compiled_starts(objective: _InMemoryObjective, starts, maxiter: int, ftol: 
     def run(v):
         return _compiled_mdh(objective, rows, np.asarray(v, dtype=np.float64), maxiter, ftol, min_size)
 
-    threads = min(len(starts), numba.get_num_threads())
+    threads = min(len(starts), numba.get_num_threads()) if X.shape[0] >= THREADED_STARTS_MIN_ROWS else 1
     if threads < 2:
         found = [run(v) for v in starts]
     else:
