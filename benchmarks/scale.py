@@ -106,19 +106,41 @@ def efficiency(serial: float, parallel: float, workers: int) -> float:
     return (serial + parallel) / (workers * serial + parallel)
 
 
+#: Worker counts the serial model predicts the fit at (beside those measured).
+MODEL_WORKERS = (1, 2, 4, 8, 16)
+
+
+def modelled_fit(row: dict, workers: int) -> float:
+    """The fit's seconds at ``workers`` from a 1-worker row: the CPU seconds the client (with the scheduler of its
+    LocalCluster) spent in each step (``client_seconds_``) stay, the rest of the step's wall time, waiting on the
+    worker, is shared among the workers; the fit's seconds outside the steps (checks, graph, labels read back) stay."""
+    seconds = row["rest_s"]
+    for step in STEPS:
+        client = min(row[f"{step}_client_s"], row[f"{step}_s"])
+        seconds += client + (row[f"{step}_s"] - client) / workers
+    return seconds
+
+
+def modelled_pass(row: dict, workers: int) -> float:
+    """One plain pass's seconds at ``workers`` from a 1-worker row, by the same rule (its client CPU seconds stay)."""
+    client = min(row["plain_pass_client_s"], row["plain_pass_s"])
+    return client + (row["plain_pass_s"] - client) / workers
+
+
 def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator) -> dict:
     """Time one plain pass and the fit (labels written, then read back) over the zarr mixture at ``path`` on the
     client's cluster."""
     X = da.from_zarr(str(path / "X"))
     v = np.random.default_rng(1).normal(size=D).astype("f4")
     repeats = FIT_REPEATS if n <= REPEAT_MAX_N else 1
-    plain = []
+    plain, plain_cpu = [], []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         (X @ v).sum().compute()
         plain.append(time.perf_counter() - t)
+        plain_cpu.append(time.process_time() - c)
     labels_path = workdir / f"labels_{n}.zarr"
-    fits, steps = [], []
+    fits, steps, client = [], [], []
     for r in range(repeats):  # memory and passes from the first fit, the times as medians
         shutil.rmtree(labels_path, ignore_errors=True)
         with PeakRSS() as rss_r, get_task_stream(client) as ts_r:
@@ -126,7 +148,8 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
             model = estimator(n_clusters=K, random_state=0, labels_store=str(labels_path)).fit(str(path / "X"))
             np.asarray(model.labels_)
             fits.append(time.perf_counter() - t)
-        steps.append(model.timings_)
+        steps.append({**model.timings_, "rest": fits[-1] - sum(model.timings_.values())})
+        client.append(model.client_seconds_)
         if r == 0:
             rss, ts = rss_r, ts_r
     y_true = zarr.open_array(str(path / "y"), mode="r")[:]
@@ -137,7 +160,9 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
         "plain_pass_s": statistics.median(plain),
         "chunk": X.chunks[0][0],
         "fit_s": statistics.median(fits),
-        **{f"{step}_s": statistics.median(run[step] for run in steps) for step in STEPS},
+        **{f"{step}_s": statistics.median(run[step] for run in steps) for step in (*STEPS, "rest")},
+        **{f"{step}_client_s": statistics.median(run[step] for run in client) for step in STEPS},
+        "plain_pass_client_s": statistics.median(plain_cpu),
         "repeats": repeats,
         "peak_rss_gb": rss.peak / 1e9,
         "passes": model.n_passes_,  # the passes tasks read chunks in (they read them themselves, no from-zarr tasks)
@@ -277,6 +302,31 @@ def main(argv=None):
                               "plain pass: efficiency at 16", "tree, 2 workers (s)",
                               "not covered by tasks, 2 workers (s)", "efficiency at 16", "efficiency at 64"],
                              serial_rows)  # fmt: skip
+        )
+    model_rows = []
+    for n in sizes:
+        by_workers = {r["workers"]: r for r in results if r["n"] == n}
+        if 1 not in by_workers:
+            continue
+        one = by_workers[1]
+        clients = [fmt(one[f"{step}_client_s"], 2) + " / " + fmt(one[f"{step}_s"], 2) for step in STEPS]
+        for workers in sorted(set(MODEL_WORKERS) | set(by_workers)):
+            fit_s, pass_s = modelled_fit(one, workers), modelled_pass(one, workers)
+            got = by_workers.get(workers)
+            model_rows.append([f"{n:.0e}", workers, *(clients if workers == 1 else [""] * len(STEPS)),
+                               fmt(one["rest_s"], 2) if workers == 1 else "", fmt(fit_s, 2), fmt(pass_s, 2),
+                               fmt(fit_s / pass_s, 2), "" if got is None else fmt(got["fit_s"] / got["plain_pass_s"], 2)])  # fmt: skip
+    if model_rows:
+        parts.append(
+            "## Serial model (from the 1-worker fit)\n\nEach step's client CPU seconds (`client_seconds_`: this "
+            "process, the client, with its LocalCluster's scheduler) are serial and stay at every worker count; the "
+            "rest of the step's wall time (`timings_`), spent waiting on the worker, is shared among the workers; "
+            "the fit's seconds outside the three steps (\"rest\": checks, graph construction, labels read back) "
+            "stay. A plain pass is modelled the same way from its own client CPU seconds. Passes = modelled fit / "
+            "modelled pass; beside them, the passes measured at the worker counts run here.\n\n"
+            + markdown_table(["n", "workers", *(f"{step}: client / wall (s)" for step in STEPS), "rest (s)",
+                              "modelled fit (s)", "modelled pass (s)", "modelled passes", "measured passes"],
+                             model_rows)  # fmt: skip
         )
     for workers in worker_counts:
         mine = [r for r in results if r["workers"] == workers]

@@ -63,6 +63,8 @@ def test_written_labels_are_the_routed_labels(mixture, fitted):
     np.testing.assert_array_equal(expected[nonfinite], -1)
     assert (expected[~nonfinite] >= 0).all() and model.n_clusters_ == 16
     assert model.n_passes_ == 2 and model.timings_["label_pass"] > 0
+    # this process's CPU seconds per step: the tree is grown here, so it spends CPU in every step
+    assert set(model.client_seconds_) == set(model.timings_) and all(s > 0 for s in model.client_seconds_.values())
 
 
 def test_dtype_is_the_smallest_signed_type_that_holds_the_labels():

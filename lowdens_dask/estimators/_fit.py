@@ -52,8 +52,13 @@ from ._summary_pass import (
 )
 from ._validation import check_fit_rows, labels_with_skipped, predict_rows, reject_strings
 
+def _clock() -> tuple[float, float]:
+    """``(wall seconds, CPU seconds of this process)``: the steps' ``timings_`` and ``client_seconds_``."""
+    return time.perf_counter(), time.process_time()
+
+
 #: Fitted attributes a new fit forgets (the others are all set again).
-_FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "_rows_fitted")
+_FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "client_seconds_", "_rows_fitted")
 
 
 def summary_clause(growth: Growth) -> str:
@@ -214,22 +219,22 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def _fit_small_input(self, arr, chunked: bool, summary: bool) -> None:
         """Small chunked input (``is_small_input``; in exact mode under ``mode="auto"``, ``read_into_memory``), read
         into memory in one pass and fitted as rows."""
-        start = time.perf_counter()
+        start = _clock()
         rows, weights, n_nonfinite = read_small_input(self, arr)
-        read = time.perf_counter()
+        read = _clock()
         growth = self._grow_rows(rows, weights)
         attributes = {"n_features_in_": arr.shape[1], "n_nonfinite_": n_nonfinite}
         if summary:
             attributes.update(n_microclusters_=rows.shape[0], summary_=rows_summary(rows, weights, arr.shape[0]))
         self._set_fitted(growth, **attributes)
-        self._label_rows(arr, chunked, (start, read, time.perf_counter()) if summary else None)
+        self._label_rows(arr, chunked, (start, read, _clock()) if summary else None)
 
     def _fit_summary(self, arr, chunked: bool) -> None:
         """Summary mode: summarise (one pass), grow on the microclusters, undo splits no row reaches, label."""
-        start = time.perf_counter()
+        start = _clock()
         done = summarise(self, arr, seed_of(self.random_state))
         summary = done.summary
-        summarised = time.perf_counter()
+        summarised = _clock()
         rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
         growth = self._grow_rows(
             summary.means, summary.weights, summary.spread, rows, summary.sample, done.representatives
@@ -242,7 +247,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             n_nonfinite_=done.n_nonfinite,
             summary_=summary,
         )
-        times = (start, summarised, time.perf_counter())
+        times = (start, summarised, _clock())
         self._label_rows(arr, chunked, times, None if rows is None else rows.counter)
 
     def _set_fitted(self, growth: Growth, **attributes) -> None:
@@ -265,12 +270,10 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         self.labels_ = labels if chunked else labels.compute()
         if times is not None:
             start, summarised, grown = times
-            computed = not chunked or labels_store is not None
-            self.timings_ = {
-                "summary_pass": summarised - start,
-                "tree": grown - summarised,
-                "label_pass": time.perf_counter() - grown if computed else None,
-            }
+            done = _clock() if not chunked or labels_store is not None else None
+            steps = {"summary_pass": (start, summarised), "tree": (summarised, grown), "label_pass": (grown, done)}
+            self.timings_ = {name: None if b is None else b[0] - a[0] for name, (a, b) in steps.items()}
+            self.client_seconds_ = {name: None if b is None else b[1] - a[1] for name, (a, b) in steps.items()}
         counter = PassCounter() if counter is None else counter
         counter.add(read + (labels_store is not None and chunked))
         self.n_passes_ = counter.total
@@ -388,7 +391,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         X's rows."""
         arr = as_chunked(self, X)
         check_worker_memory(chunk_bytes(arr))
-        start = time.perf_counter()
+        start = _clock()
         if is_small_input(arr):
             rows, weights, n_nonfinite = read_small_input(self, arr, update=True)
             new = rows_summary(rows, weights, arr.shape[0])
@@ -398,7 +401,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             )
             done = summarise(self, arr, int(seed.integers(2**31 - 1)), update=True)
             new, n_nonfinite = done.summary, done.n_nonfinite
-        summarised = time.perf_counter()
+        summarised = _clock()
         merged = self.summary_.merged(new, self.decay)
         old_weights = merged.weights.copy()
         old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
@@ -412,7 +415,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             n_nonfinite_=n_nonfinite,
             update_report_={"n_rows": new.n_rows, "decay": self.decay, **growth.report},
         )
-        self._label_rows(arr, is_chunked_input(X), (start, summarised, time.perf_counter()))
+        self._label_rows(arr, is_chunked_input(X), (start, summarised, _clock()))
         return self
 
     def _grow_update(self, summary: ClusterSummary, old_weights: np.ndarray) -> Growth:

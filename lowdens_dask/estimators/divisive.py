@@ -266,6 +266,10 @@ class MDHClustering(_DivisiveClustering):
         microclusters (``"tree"``) and labelling every row (``"label_pass"``; None while the labels of
         chunked input stay lazy, without ``labels_store``). After :meth:`partial_fit`: the update's (``"tree"``:
         updating the tree).
+    client_seconds_ : dict
+        With ``timings_``: the CPU seconds this process (the client, and the scheduler of a ``LocalCluster``
+        started in it) spent in each step; what is left of a pass's time is waiting on the workers. The part of a
+        fit that does not shrink as workers are added (``benchmarks/scale.py``'s serial model).
     summary_ : ClusterSummary
         Summary mode and :meth:`partial_fit`: the microclusters of every row seen, which updates merge into.
     update_report_ : dict
