@@ -21,6 +21,11 @@ LocalCluster of that many single-thread worker processes):
 - with 1 and 2 workers among ``--workers``, the serial part: Amdahl's T(p) = s + P / p fitted to the two fit times
   (s = 2 T2 - T1) and the parallel efficiency it predicts at 16 and 64 workers, beside the client-side tree time
   and the fit's wall time not covered by worker tasks;
+- with 1 worker among ``--workers``, the serial model (issue 44): each step's client CPU seconds
+  (``client_seconds_``: the client process, with its LocalCluster's scheduler) stay at every worker count, the rest
+  of the step's wall time (waiting on the worker) is shared among the workers, and the fit's seconds outside the
+  steps stay; a plain pass is modelled the same way. It predicts the fit in passes at 1 to 16 workers, beside the
+  passes measured at the worker counts run;
 - with ``--peers``, scikit-learn's BisectingKMeans(16) and KMeans(16, n_init=1) in memory (n <= 10^7).
 
     python benchmarks/scale.py [--method mdh] [--param NAME=VALUE ...] [--n 1e6,1e7] [--workers 2] [--chunk 125000] [--peers]
