@@ -189,7 +189,7 @@ COMPILED_MDH = True
 #: basin (MDP², §5.1), and their cost no longer grows with the rows. ``None`` takes every stage on every row.
 #: (25,000 before: 200,000 rows in 4.8 s instead of 3.0 s, the same labels; on copies of the bundled sets the
 #: sample's size moves some fits to another local optimum, as often towards the every-row fit's as away from it:
-#: ``benchmarks/results/inmemory.md``.)
+#: ``benchmarks/results/continuation-sample.md``.)
 CONTINUATION_SAMPLE_ROWS = 10_000
 
 
