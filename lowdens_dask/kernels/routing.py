@@ -110,55 +110,6 @@ def row_abs_sums(X, out):
         out[i] = s
 
 
-@njit(cache=True, nogil=True, inline="always")  # inlined: a call would copy the tuple of tables
-def nearest_centre_side(P, i, col, error, r, tables):
-    """The side (0 or 1) of row i's nearest projected centre of split r, whose l projections are
-    ``P[i, col:col + l]``; -1 when it is undecided: a projection is not finite, or the nearest centres of the two sides are not farther
-    apart than ``2 error`` (``error`` bounds the distance between the computed and the float64 projection) plus
-    both computations' rounding of the distances (:func:`distance_rounding`).
-
-    A row in the split's grid compares the candidates of its cell (:func:`centre_grid`), other rows every
-    centre of the split. ``tables``: the arrays of :class:`CentreTables`, as a tuple."""
-    _, dims, centre_ptr, centres, sides, lo, inv_width, sizes, cell_base, cell_ptr, candidates, room, pure = tables
-    l = dims[r]
-    cell = 0
-    inside = True
-    for k in range(l):
-        p = np.float64(P[i, col + k])
-        if not np.isfinite(p):
-            return -1
-        z = (p - lo[r, k]) * inv_width[r, k]
-        if z >= 0.0 and z < sizes[r, k]:
-            cell = cell * sizes[r, k] + int(z)
-        else:
-            inside = False
-    if inside:
-        cell += cell_base[r]
-        if not 2.0 * error < room[cell]:
-            return -1
-        if pure[cell] >= 0:  # the other side's centres are all beyond reach
-            return pure[cell]
-        start, stop = cell_ptr[cell], cell_ptr[cell + 1]
-    else:
-        start, stop = centre_ptr[r], centre_ptr[r + 1]
-    best0 = np.inf
-    best1 = np.inf
-    for m in range(start, stop):
-        j = candidates[m] if inside else m
-        s = 0.0
-        for k in range(l):
-            t = np.float64(P[i, col + k]) - centres[j, k]
-            s += t * t
-        if sides[j]:
-            best1 = min(best1, s)
-        else:
-            best0 = min(best0, s)
-    d0, d1 = np.sqrt(best0), np.sqrt(best1)
-    if abs(d1 - d0) > 2.0 * error + 3.0 * distance_rounding(l) * (d0 + d1):  # False for inf - inf
-        return 1 if d1 < d0 else 0
-    return -1
-
-
 @njit(cache=True, nogil=True)
 def walk_projections(P, abs_sums, column, threshold, tolerance, slack, children, tables, node, status):
     """Walk each row from node 0 to a leaf, deciding each split from the row's projections.
@@ -167,14 +118,19 @@ def walk_projections(P, abs_sums, column, threshold, tolerance, slack, children,
     column's projections carry a rounding error of at most ``tolerance[col] * abs_sums[i] + slack``. At a
     hyperplane node (``tables.rule[j] < 0``) a row goes to ``children[j, 1]`` when its projection is at least
     ``threshold[j]``, to ``children[j, 0]`` otherwise, unless the two differ by at most that error or the
-    difference is not finite; at a nearest-centre node to the child of its nearest centre's side
-    (:func:`nearest_centre_side`), unless that is undecided. An undecided row stops at node j with status
-    ``UNDECIDED``, as it does at a node of another rule. Rows whose ``abs_sums`` is NaN (NaN or inf in the row)
-    stop at node 0 with status ``NONFINITE``. Writes the node each row stopped at into ``node`` and its status
-    into ``status``.
+    difference is not finite. At a nearest-centre node r, whose l projections are ``P[i, col:col + l]``, it goes
+    to the child of its nearest projected centre's side: a row in the split's grid (:func:`centre_grid`) compares
+    the candidates of its cell (none when they all lie on one side), other rows every centre of the split. That
+    is undecided when a projection is not finite, or the nearest centres of the two sides are not farther apart
+    than twice the projections' error plus both computations' rounding of the distances
+    (:func:`distance_rounding`). An undecided row stops at node j with status ``UNDECIDED``, as it does at a node
+    of another rule. Rows whose ``abs_sums`` is NaN (NaN or inf in the row) stop at node 0 with status
+    ``NONFINITE``. Writes the node each row stopped at into ``node`` and its status into ``status``.
+
+    The nearest-centre step is written out in the loop, the tables unpacked once: as a function (even inlined),
+    it cost six times as much per node, which made SCPP's label pass several passes long (issue 44).
     """
-    arrays = tuple(tables)  # a plain tuple, unpacked in the inlined helper (each attribute access refcounts)
-    rule, dims = tables.rule, tables.dims
+    rule, dims, centre_ptr, centres, sides, lo, inv_width, sizes, cell_base, cell_ptr, candidates, room, pure = tables
     for i in range(P.shape[0]):
         a = abs_sums[i]
         if np.isnan(a):
@@ -193,10 +149,48 @@ def walk_projections(P, abs_sums, column, threshold, tolerance, slack, children,
                     break
                 side = 1 if diff >= 0.0 else 0
             else:
-                error = 0.0
-                for k in range(dims[r]):
+                l = dims[r]
+                error = 0.0  # bounds the distance between the computed and the float64 projection
+                cell = 0
+                inside = True
+                finite = True
+                for k in range(l):
                     error += tolerance[col + k] * a + slack
-                side = nearest_centre_side(P, i, col, error, r, arrays)
+                    p = np.float64(P[i, col + k])
+                    finite = finite and np.isfinite(p)
+                    z = (p - lo[r, k]) * inv_width[r, k]
+                    if z >= 0.0 and z < sizes[r, k]:
+                        cell = cell * sizes[r, k] + int(z)
+                    else:
+                        inside = False
+                side = -1
+                start, stop = centre_ptr[r], centre_ptr[r + 1]  # outside the grid: every centre
+                if not finite:
+                    stop = start
+                elif inside:
+                    cell += cell_base[r]
+                    start, stop = cell_ptr[cell], cell_ptr[cell + 1]
+                    if not 2.0 * error < room[cell]:  # the candidates may not hold the nearest centre
+                        stop = start
+                    elif pure[cell] >= 0:  # the other side's centres are all beyond reach
+                        side = pure[cell]
+                        stop = start
+                if start < stop:
+                    best0 = np.inf
+                    best1 = np.inf
+                    for m in range(start, stop):
+                        c = candidates[m] if inside else m
+                        s = 0.0
+                        for k in range(l):
+                            t = np.float64(P[i, col + k]) - centres[c, k]
+                            s += t * t
+                        if sides[c]:
+                            best1 = min(best1, s)
+                        else:
+                            best0 = min(best0, s)
+                    d0, d1 = np.sqrt(best0), np.sqrt(best1)
+                    if abs(d1 - d0) > 2.0 * error + 3.0 * distance_rounding(l) * (d0 + d1):  # False for inf - inf
+                        side = 1 if d1 < d0 else 0
                 if side < 0:
                     state = UNDECIDED
                     break
