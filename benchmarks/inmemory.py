@@ -9,7 +9,11 @@ the groups and against the earlier commit's labels. Each checkout runs in a sing
 (``NUMBA_NUM_THREADS=1``, BLAS one thread), one after the other, size by size, so that the two see the same machine.
 
     python benchmarks/inmemory.py [--sizes 20000,200000,2000000] [--methods mdh,ncut,mc] [--repeats 5]
-                                  [--base REV] [--base-sizes 20000,200000] [--output FILE]
+                                  [--base REV] [--base-sizes 20000,200000] [--threads 2] [--output FILE]
+
+With ``--threads N`` this checkout is also timed with N numba threads (BLAS still one), on which the starts of a
+node run (``lowdens_dask.pursuit.hyperplanes._compiled_starts``), and its labels compared with the single-thread
+fit's.
 """
 
 import argparse
@@ -61,8 +65,8 @@ def worker(checkout: str, method: str, n: int, repeats: int, labels_path: str) -
     return {"s": statistics.median(seconds), "runs": seconds, "ari_truth": adjusted_rand_score(y, est.labels_)}
 
 
-def run(checkout: str, method: str, n: int, repeats: int, labels_path: str) -> dict:
-    env = dict(os.environ, **SINGLE_THREAD_ENV)
+def run(checkout: str, method: str, n: int, repeats: int, labels_path: str, threads: int = 1) -> dict:
+    env = dict(os.environ, **SINGLE_THREAD_ENV, NUMBA_NUM_THREADS=str(threads))
     env.pop("PYTHONPATH", None)
     argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--methods", method, "--sizes", str(n),
             "--repeats", str(repeats), "--labels", labels_path]
@@ -77,6 +81,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--base", default="b822319", help="the earlier commit (default b822319, before issue 44)")
     parser.add_argument("--base-sizes", default="20000,200000", help="the sizes also fitted by the earlier commit")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="also time this checkout with this many numba threads (the starts of a node run on them)")
     parser.add_argument("--output", default=str(RESULTS_DIR / "inmemory.md"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--labels", help=argparse.SUPPRESS)
@@ -103,21 +109,29 @@ def main(argv=None):
                 if n in base_sizes:
                     base = run(str(base_dir), method, n, args.repeats, str(scratch / "base.npy"))
                     base["ari_new"] = adjusted_rand_score(np.load(scratch / "base.npy"), np.load(scratch / "new.npy"))
+                threaded = []
+                if args.threads:
+                    more = run(str(REPO_ROOT), method, n, args.repeats, str(scratch / "threads.npy"), args.threads)
+                    same = np.array_equal(np.load(scratch / "threads.npy"), np.load(scratch / "new.npy"))
+                    threaded = [fmt(more["s"]), "yes" if same else "no"]
                 rows.append([
                     method, f"{n:,}",
                     fmt(base["s"]) if base else "-", fmt(new["s"]), fmt(base["s"] / new["s"], 2) if base else "-",
                     fmt(1e6 * new["s"] / n, 3), fmt(new["ari_truth"], 4), fmt(base["ari_new"], 4) if base else "-",
-                    ", ".join(fmt(s) for s in new["runs"]),
+                    *threaded, ", ".join(fmt(s) for s in new["runs"]),
                 ])
                 print(" | ".join(rows[-1]), flush=True)
     finally:
         subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(base_dir)], check=False)
         shutil.rmtree(scratch, ignore_errors=True)
     header = ["method", "rows", f"{args.base} (s)", "this checkout (s)", "speed-up", "µs per row", "ARI vs groups",
-              f"ARI vs {args.base}", "this checkout's runs (s)"]
+              f"ARI vs {args.base}"]
+    if args.threads:
+        header += [f"this checkout, {args.threads} numba threads (s)", "same labels"]
+    header.append("this checkout's runs (s)")
     body = (
-        f"Median of {args.repeats} fits each, single thread; '-' where the earlier commit was not run "
-        f"(--base-sizes).\n\n" + markdown_table(header, rows)
+        f"Median of {args.repeats} fits each, single thread unless the column says otherwise; '-' where the earlier "
+        f"commit was not run (--base-sizes).\n\n" + markdown_table(header, rows)
     )
     path = write_markdown(args.output, "In-memory fits by size (issue 44)", command_line(), body)
     print(f"wrote {path}")
