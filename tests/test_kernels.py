@@ -226,6 +226,22 @@ def test_group_sums_matches_bincount():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_finite_column_range_matches_numpy(dtype):
+    from lowdens_dask.kernels.summaries import finite_column_range
+
+    rng = np.random.default_rng(4)
+    x = (rng.normal(size=(400, 6)) * 10.0 ** rng.integers(-3, 4, size=6)).astype(dtype)
+    x[rng.choice(400, 7, replace=False), rng.integers(0, 6, size=7)] = [np.nan, np.inf, -np.inf, np.nan, 1e30, -1e30, np.inf]
+    finite = np.isfinite(x).all(axis=1)
+    n_nonfinite, lo, hi = finite_column_range(x)
+    assert n_nonfinite == (~finite).sum() == 5
+    np.testing.assert_array_equal(lo, x[finite].min(axis=0).astype(np.float64))
+    np.testing.assert_array_equal(hi, x[finite].max(axis=0).astype(np.float64))
+    none = finite_column_range(np.full((3, 2), np.nan, dtype=dtype))
+    assert none[0] == 3 and np.all(none[1] == np.inf) and np.all(none[2] == -np.inf)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_microclusters_are_a_consistent_partition(dtype):
     """Counts cover every row once; counts, means and spreads reproduce the first two moments of the
     chunk exactly; and the partition is a good one (small within-cluster scatter)."""

@@ -14,7 +14,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ..kernels.summaries import merge_microclusters, microclusters
+from ..kernels.summaries import finite_column_range, merge_microclusters, microclusters
 from .cluster_summary import ClusterSummary, bottom_rows, key_threshold, sample_keys, sample_size
 from .frame import check_value_range
 from .passes import chunk_tasks, delayed_task, tree_reduce
@@ -38,13 +38,11 @@ def _chunk_microclusters(
     ``(counts, means, spread, representatives, sample rows, sample keys, rows, rows with NaN/inf)``."""
     x = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     n = x.shape[0]
-    n_nonfinite = 0
-    if not np.isfinite(x.sum()):  # a NaN or inf makes the sum so (an overflow of finite values only may)
-        finite = np.isfinite(x).all(axis=1)
-        n_nonfinite = int(n - finite.sum())
-        x = x[finite]
+    n_nonfinite, lo, hi = finite_column_range(x)  # one pass, where numpy's checks took three
+    if n_nonfinite:
+        x = x[np.isfinite(x).all(axis=1)]
     if x.shape[0]:  # values beyond SCALE_RANGE are refused here, before the k-means squares them (and overflows)
-        check_value_range(x.min(axis=0), x.max(axis=0), spread=False)
+        check_value_range(lo, hi, spread=False)
     k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
     counts, means, spread, representatives = microclusters(x, k, seed, representatives=True)
     rows, keys = bottom_rows(x, sample_keys(x.shape[0], np.random.default_rng([seed, 1])), *sample)

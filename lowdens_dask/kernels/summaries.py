@@ -16,6 +16,28 @@ SAMPLE_LLOYD_ITERATIONS = 4
 
 
 @njit(cache=True, nogil=True)
+def finite_column_range(x):
+    """``(n_nonfinite, lo, hi)`` of the rows x in one pass: how many rows hold a NaN or inf, and each column's least
+    and largest value over the other rows, in float64 (inf and -inf where there are none)."""
+    n, d = x.shape
+    lo = np.full(d, np.inf)
+    hi = np.full(d, -np.inf)
+    n_nonfinite = 0
+    for i in range(n):
+        finite = True
+        for c in range(d):
+            finite = finite and np.isfinite(x[i, c])
+        if not finite:
+            n_nonfinite += 1
+            continue
+        for c in range(d):
+            v = np.float64(x[i, c])
+            lo[c] = min(lo[c], v)
+            hi[c] = max(hi[c], v)
+    return n_nonfinite, lo, hi
+
+
+@njit(cache=True, nogil=True)
 def group_sums(x, labels, k):
     """Row counts, column sums and sums of squared norms per label: ``(counts, sums, sq)``.
 
