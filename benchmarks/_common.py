@@ -141,8 +141,9 @@ def markdown_table(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines)
 
 
-#: Reference figures measured on this machine class (see its README): PPCI's mddc, ncutdc, mcdc.
-ANCHORS_DIR = REPO_ROOT.parent / "shared" / "anchors"
+#: Reference figures measured on this machine class (see its README): PPCI's mddc, ncutdc, mcdc. The environment
+#: variable ``LOWDENS_ANCHORS_DIR`` names another folder (a checkout outside the project folder, e.g. a worktree).
+ANCHORS_DIR = Path(os.environ.get("LOWDENS_ANCHORS_DIR") or REPO_ROOT.parent / "shared" / "anchors")
 
 
 def load_anchors(name: str = "ppci-bundled.csv") -> dict[tuple[str, str], dict]:

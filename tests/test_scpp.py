@@ -288,3 +288,29 @@ def test_auto_in_exact_mode_tests_each_split_on_a_sample_of_the_rows():
     assert model.n_clusters_ == 5
     assert adjusted_rand_score(y, np.asarray(model.labels_)) > 0.99
     assert model.tree_.root.stats["n_test"] == 1500
+
+
+def test_the_solutions_connectivity_is_reused_unchanged():
+    """The connectivity at the minimiser's solution, kept from its last evaluation (issue 44), is the one computed
+    afresh at the returned projection, number for number; the objective counts every evaluation asked for."""
+    from lowdens_dask.indices.spectral import spectral_connectivity
+    from lowdens_dask.pursuit.spectral import _minimise_connectivity, _Objective
+
+    X, _ = blobs(n_per=40)
+    X = X - X.mean(axis=0)
+    n = np.ones(len(X))
+    settings = {"sigma": 1.5, "laplacian": "normalized", "similarity": "gaussian", "beta": 2.0, "delta": 0.01,
+                "omega": 0.5, "covariance": np.cov(X.T)}
+    V0 = np.linalg.qr(np.random.default_rng(0).normal(size=(3, 2)))[0]
+    V, used, conn = _minimise_connectivity(X, n, V0, settings, min_side=0.0, maxiter=50,
+                                           rng=np.random.default_rng(1))
+    assert conn is not None and used > 1
+    fresh = spectral_connectivity(V, X, n, gradient=False, **settings)
+    assert conn.value == fresh.value and conn.eigenvalue == fresh.eigenvalue
+    np.testing.assert_array_equal(conn.eigenvectors, fresh.eigenvectors)
+    np.testing.assert_array_equal(conn.degree, fresh.degree)
+    objective = _Objective(X, n, 2, settings, 0.0)
+    w = V0.ravel().copy()
+    first = objective.connectivity(w)[2]
+    assert objective.connectivity(w.copy(), gradient=False)[2] is first and objective.n_evaluations == 2
+    assert objective.connectivity(w + 1e-3)[2] is not first

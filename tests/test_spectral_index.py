@@ -7,12 +7,19 @@ import math
 
 import numpy as np
 import pytest
+from scipy.linalg import eigh
 from scipy.sparse.csgraph import laplacian as graph_laplacian
 from scipy.spatial.distance import cdist
 from tolerances import EPS, SAFETY
 
-from lowdens_dask.indices.spectral import balancing_transform, spectral_connectivity
-from lowdens_dask.kernels.spectral import eigenvalue_gradient, laplacian_matrix, similarity
+from lowdens_dask.indices.spectral import balancing_transform, smallest_eigenpairs, spectral_connectivity
+from lowdens_dask.kernels.spectral import (
+    balance_columns,
+    eigenvalue_gradient,
+    laplacian_matrix,
+    similarity,
+    similarity_matrix,
+)
 
 
 def weighted_centres(rng, K=14, d=5):
@@ -179,3 +186,69 @@ def test_covariance_form_of_delta_uses_the_given_spread():
     t = balancing_transform(p, np.ones(5), beta=1.0, delta=0.01, sd=2.0)
     np.testing.assert_allclose(t.t[1:4] - t.t[2], p[1:4])  # inside [-2, 2]: the identity (shifted)
     assert 0 < t.t[4] - (t.t[3] + 1.0) < 0.02 and t.sd == 2.0  # 1 inside Δ, then 1 outside contracted to ~δ
+
+
+# ------------------------------------------------------------------------------------------ issue 44: fewer passes
+
+
+@pytest.mark.parametrize("l", [1, 2])
+@pytest.mark.parametrize("beta", [0.7, 1.5])
+def test_compiled_balancing_transform_equals_numpy(l, beta):
+    """balance_columns against the numpy balancing_transform, column by column, with points on both sides of Δ
+    and on its ends (issue 44: the transform moved into a compiled kernel)."""
+    rng = np.random.default_rng(20 + l)
+    P = rng.normal(size=(40, l)) * 2.0
+    sds = np.array([1.3, 0.9])[:l]
+    P[0, 0] = beta * sds[0]  # on Δ's upper end: the identity
+    P[1, 0] = -beta * sds[0]
+    delta = 0.01
+    c_star = math.exp(math.log(delta * (1 - delta)) / delta)
+    offset = delta * c_star ** (1 - delta)
+    T, slope, kappa = balance_columns(P, beta, delta, sds, c_star, offset)
+    for i in range(l):
+        assert np.any(P[:, i] < -beta * sds[i]) and np.any(P[:, i] > beta * sds[i])
+        ref = balancing_transform(P[:, i], np.ones(len(P)), beta, delta, sd=float(sds[i]))
+        np.testing.assert_allclose(T[:, i], ref.t, rtol=1e-14, atol=1e-14)
+        np.testing.assert_allclose(slope[i], ref.slope, rtol=1e-14)
+        np.testing.assert_allclose(kappa[i], ref.kappa, rtol=1e-14)
+
+
+@pytest.mark.parametrize("similarity", ["gaussian", "paper"])
+def test_similarity_slopes_match_the_kernels_derivative(similarity):
+    """similarity_matrix's S against the kernel's formula and R = k'(r)/r against central differences of that
+    formula (the slopes the gradient reads instead of computing each exponential again)."""
+    rng = np.random.default_rng(23)
+    T = rng.normal(size=(25, 2))
+    sigma, alpha = 0.7, 0.1
+    S, R = similarity_matrix(T, 1 / sigma**2, similarity == "gaussian", alpha)
+
+    def k(r):
+        return np.exp(-0.5 * r**2) if similarity == "gaussian" else (r / alpha + 1) ** alpha * np.exp(-r)
+
+    r = cdist(T, T) / sigma
+    np.testing.assert_allclose(S, k(r), rtol=1e-13)
+    upper = np.triu_indices(len(T), 1)
+    h = 1e-6
+    numeric = (k(r[upper] + h) - k(r[upper] - h)) / (2 * h) / r[upper]
+    np.testing.assert_allclose(R[upper], numeric, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(R, R.T * (1 - np.eye(len(T))) + np.diag(np.diag(R)))  # symmetric
+
+
+@pytest.mark.parametrize("K", [2, 3, 30, 200])
+def test_smallest_eigenpairs_are_scipys_evr_numbers(K):
+    """The direct LAPACK call gives exactly what scipy.linalg.eigh(subset_by_index=[0, 2], driver="evr") gives on the
+    same matrix (the same routine and workspace), and the eigenpairs of numpy's eigh to rounding; the Laplacian is
+    Fortran-ordered, so LAPACK works on it in place."""
+    rng = np.random.default_rng(K)
+    T = rng.normal(size=(K, 2))
+    n = rng.integers(1, 5, size=K).astype(float)
+    M, _ = laplacian_matrix(T, n, 1.5, True, 0.1, True, 1.0)
+    assert M.flags.f_contiguous
+    copy = np.array(M, order="C")
+    expected_lam, expected_U = eigh(copy, subset_by_index=[0, min(2, K - 1)], driver="evr")
+    lam, U = smallest_eigenpairs(M, min(3, K))
+    np.testing.assert_array_equal(lam, expected_lam)
+    np.testing.assert_array_equal(U, expected_U)
+    all_lam = np.linalg.eigvalsh(copy)[: min(3, K)]
+    np.testing.assert_allclose(lam, all_lam, atol=SAFETY * K * EPS * np.abs(copy).sum(axis=1).max())
+    np.testing.assert_allclose(copy @ U, U * lam, atol=1e-10)

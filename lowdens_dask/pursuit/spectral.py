@@ -192,14 +192,24 @@ class _Objective:
         self.min_side = min_side
         self.n_evaluations = 0
         self.unit = None
+        self._last = None  # (w, V, norms, connectivity) of the last evaluation
 
     def connectivity(self, w: np.ndarray, gradient: bool = True) -> tuple[np.ndarray, np.ndarray, Connectivity]:
-        """``(V, column norms of W, connectivity)`` at the flattened W."""
+        """``(V, column norms of W, connectivity)`` at the flattened W.
+
+        The last evaluation is kept: asked again at the same W (the minimiser's solution, evaluated by its last step
+        and again to test λ₂'s multiplicity), it is returned, not recomputed (the same numbers; still counted in
+        ``n_evaluations``, which counts the evaluations asked for)."""
+        self.n_evaluations += 1
+        last = self._last
+        if last is not None and (not gradient or last[3].gradient is not None) and np.array_equal(w, last[0]):
+            return last[1], last[2], last[3]
         W = w.reshape(-1, self.l)
         norms = np.linalg.norm(W, axis=0)
-        self.n_evaluations += 1
         V = W / norms
-        return V, norms, spectral_connectivity(V, self.C, self.n, gradient=gradient, **self.settings)
+        conn = spectral_connectivity(V, self.C, self.n, gradient=gradient, **self.settings)
+        self._last = (w.copy(), V, norms, conn)
+        return V, norms, conn
 
     def __call__(self, w: np.ndarray) -> tuple[float, np.ndarray]:
         V, norms, conn = self.connectivity(w)
@@ -226,10 +236,20 @@ def minimise_connectivity(
     zero (:data:`NOISE_FLOOR`), the non-smooth step of the R package (spec §6): gradients sampled in a ball, the
     least-norm element of their convex hull as descent direction, Armijo backtracking, radius 0.1 shrinking to
     1e−6; at most ``maxiter`` such steps. Returns ``(V, evaluations)``."""
+    V, evaluations, _ = _minimise_connectivity(C, n, V0, settings, min_side=min_side, maxiter=maxiter, rng=rng)
+    return V, evaluations
+
+
+def _minimise_connectivity(
+    C, n, V0, settings, *, min_side, maxiter, rng
+) -> tuple[np.ndarray, int, Connectivity | None]:
+    """:func:`minimise_connectivity`, with the connectivity at the solution V when it was computed there (None
+    otherwise), so that the caller need not compute it again."""
     l = V0.shape[1]
     objective = _Objective(C, n, l, settings, min_side)
     w = V0.ravel().copy()
     radius = 0.1
+    conn = at_solution = None
     for _ in range(maxiter + 1):  # at most ``maxiter`` non-smooth steps, each followed by BFGS
         if w.size <= DENSE_BFGS_MAX_PARAMETERS:
             options = {"maxiter": maxiter, "gtol": 1e-5}
@@ -238,6 +258,7 @@ def minimise_connectivity(
             result = minimize(objective, w, jac=True, method="L-BFGS-B", options=LBFGS_OPTIONS | {"maxiter": maxiter})
         w = result.x
         _, _, conn = objective.connectivity(w, gradient=False)
+        at_solution = w
         if _is_simple(conn) or conn.eigenvalue <= NOISE_FLOOR * conn.norm or radius < 1e-6:
             break
         while radius >= 1e-6:
@@ -261,7 +282,7 @@ def minimise_connectivity(
         else:
             break
     W = w.reshape(-1, l)
-    return W / np.linalg.norm(W, axis=0), objective.n_evaluations
+    return W / np.linalg.norm(W, axis=0), objective.n_evaluations, conn if w is at_solution else None
 
 
 @functools.cache
@@ -394,12 +415,13 @@ def spectral_split(
             )
             evaluations += used
         else:
-            V, used = minimise_connectivity(
+            V, used, conn = _minimise_connectivity(
                 C, counts, V0, objective_settings(sigma, beta), min_side=in_pursuit, maxiter=maxiter, rng=rng
             )
             Cb, nb, sig, halvings = C, counts, sigma, 0
             evaluations += used
-        conn = spectral_connectivity(V, Cb, nb, gradient=False, **objective_settings(sig, beta))
+        if large_margin or conn is None:
+            conn = spectral_connectivity(V, Cb, nb, gradient=False, **objective_settings(sig, beta))
         sides = bipartition(conn, nb, laplacian, settings["bipartition"], seed)
         first = Cb @ V[:, 0]  # side 1 is the side of larger mean first projected coordinate (not row order)
         if nb[sides] @ first[sides] * nb[~sides].sum() < nb[~sides] @ first[~sides] * nb[sides].sum():
