@@ -66,7 +66,7 @@ def worker(checkout: str, method: str, n: int, repeats: int, labels_path: str) -
 
 
 def run(checkout: str, method: str, n: int, repeats: int, labels_path: str, threads: int = 1) -> dict:
-    env = dict(os.environ, **SINGLE_THREAD_ENV, NUMBA_NUM_THREADS=str(threads))
+    env = dict(os.environ, **{**SINGLE_THREAD_ENV, "NUMBA_NUM_THREADS": str(threads)})
     env.pop("PYTHONPATH", None)
     argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--methods", method, "--sizes", str(n),
             "--repeats", str(repeats), "--labels", labels_path]
