@@ -145,7 +145,7 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
         plain.append(time.perf_counter() - t)
         plain_cpu.append(time.process_time() - c)
     labels_path = workdir / f"labels_{n}.zarr"
-    fits, steps, client = [], [], []
+    fits, steps, client_cpu = [], [], []
     for r in range(repeats):  # memory and passes from the first fit, the times as medians
         shutil.rmtree(labels_path, ignore_errors=True)
         with PeakRSS() as rss_r, get_task_stream(client) as ts_r:
@@ -154,7 +154,7 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
             np.asarray(model.labels_)
             fits.append(time.perf_counter() - t)
         steps.append({**model.timings_, "rest": fits[-1] - sum(model.timings_.values())})
-        client.append(model.client_seconds_)
+        client_cpu.append(model.client_seconds_)
         if r == 0:
             rss, ts = rss_r, ts_r
     y_true = zarr.open_array(str(path / "y"), mode="r")[:]
@@ -166,7 +166,7 @@ def run_scale(client, path: Path, workdir: Path, n: int, peers: bool, estimator)
         "chunk": X.chunks[0][0],
         "fit_s": statistics.median(fits),
         **{f"{step}_s": statistics.median(run[step] for run in steps) for step in (*STEPS, "rest")},
-        **{f"{step}_client_s": statistics.median(run[step] for run in client) for step in STEPS},
+        **{f"{step}_client_s": statistics.median(run[step] for run in client_cpu) for step in STEPS},
         "plain_pass_client_s": statistics.median(plain_cpu),
         "repeats": repeats,
         "peak_rss_gb": rss.peak / 1e9,
