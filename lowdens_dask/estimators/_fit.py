@@ -52,6 +52,7 @@ from ._summary_pass import (
 )
 from ._validation import check_fit_rows, labels_with_skipped, predict_rows, reject_strings
 
+
 def _clock() -> tuple[float, float]:
     """``(wall seconds, CPU seconds of this process)``: the steps' ``timings_`` and ``client_seconds_``."""
     return time.perf_counter(), time.process_time()
