@@ -231,7 +231,8 @@ def test_finite_column_range_matches_numpy(dtype):
 
     rng = np.random.default_rng(4)
     x = (rng.normal(size=(400, 6)) * 10.0 ** rng.integers(-3, 4, size=6)).astype(dtype)
-    x[rng.choice(400, 7, replace=False), rng.integers(0, 6, size=7)] = [np.nan, np.inf, -np.inf, np.nan, 1e30, -1e30, np.inf]
+    bad = [np.nan, np.inf, -np.inf, np.nan, 1e30, -1e30, np.inf]
+    x[rng.choice(400, 7, replace=False), rng.integers(0, 6, size=7)] = bad
     finite = np.isfinite(x).all(axis=1)
     n_nonfinite, lo, hi = finite_column_range(x)
     assert n_nonfinite == (~finite).sum() == 5

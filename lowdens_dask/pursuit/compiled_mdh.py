@@ -6,7 +6,8 @@ its weak Wolfe search) with :class:`~lowdens_dask.indices.minimum_density.Minimu
 array, in the same order and the same arithmetic up to rounding: the objective (eq. 13, its gradient eq. 26) and
 L-BFGS over the direction, warm-started through the alpha schedule (MDP², Pavlidis, Hofmeyr & Tasoulis, JMLR 2016,
 §5.1). The kernel sums are taken on the window of b and the projections' moments from the scatter matrix (issue 44);
-on a node of more than twice ``hyperplanes.CONTINUATION_SAMPLE_ROWS`` the stages before the last run on a sample of its rows.
+on a node of more than twice ``hyperplanes.CONTINUATION_SAMPLE_ROWS`` the stages before the last run on a sample of
+its rows.
 On a summary of a few thousand microclusters an evaluation costs tens of microseconds, and the coroutines'
 Python per evaluation cost as much again; here only the acceptance of each finished stage (the relative depth
 of eq. 30, once per alpha) is left to Python.
