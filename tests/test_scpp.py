@@ -173,40 +173,6 @@ def test_summary_mode_on_a_dask_array():
     np.testing.assert_array_equal(model.predict(X), labels)
 
 
-@pytest.mark.parametrize("method", ["scpp", "lmsc"])
-def test_children_searched_in_tasks_give_the_tree_of_one_task_slot(monkeypatch, method):
-    """Summary mode with room for two tasks searches both children of each split as two Dask tasks, their seeds
-    drawn in the order the grower searches them: the tree of one task slot, node for node (issue 44). Each node's
-    centres are seeded k-means++ (on few points), so that a seed drawn out of order would change its split."""
-    import dask
-
-    import lowdens_dask.estimators.spectral as spectral_estimators
-    from lowdens_dask.tree.spectral import SpectralSplitter
-
-    X, _ = blobs(n_per=1500, centres=[(0, 0, 0), (7, 0, 0), (0, 7, 0), (7, 7, 0), (0, 0, 7)], seed=3)
-    prefetched = []
-    prefetch = SpectralSplitter.prefetch
-
-    def counted(self, nodes, eager):
-        found = prefetch(self, nodes, eager)
-        prefetched.append(len(found))
-        return found
-
-    monkeypatch.setattr(SpectralSplitter, "prefetch", counted)
-    trees = {}
-    for slots in (1, 2):
-        monkeypatch.setattr(spectral_estimators, "task_slots", lambda: slots)
-        prefetched.clear()
-        with dask.config.set(scheduler="threads"):
-            model = METHODS[method].clustering(
-                n_clusters=5, mode="summary", random_state=0, centre_init="k-means++", n_centres=30, centres_above=40
-            ).fit(X)
-        trees[slots] = model.tree_.to_json()
-        assert sum(prefetched) == (0 if slots == 1 else 2 * 3)  # both children of every split but the last
-    assert trees[1] == trees[2]
-    assert len(np.unique(model.labels_)) == 5
-
-
 def test_registry_and_public_names():
     assert METHODS["scpp"].clustering is SCPPClustering and METHODS["scpp"].hyperplane is SCPP
     assert METHODS["lmsc"].clustering is LMSCClustering and METHODS["lmsc"].hyperplane is LMSC

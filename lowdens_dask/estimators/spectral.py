@@ -16,7 +16,6 @@ import numpy as np
 from .._warnings import warn
 from ..backend import InMemoryData
 from ..backend.frame import exact_frame, rows_frame
-from ..backend.workers import task_slots
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
@@ -270,7 +269,7 @@ class _SpectralClustering(_DivisiveClustering):
             random_state = self.random_state
         return SpectralSplitter(
             self._method, self._split_params(), self._min_side(data.total_weight), frame, test, original=original,
-            spread=spread, random_state=random_state, parallel=parallel,
+            spread=spread, random_state=random_state,
         )  # fmt: skip
 
     def _grow_node(self, root) -> Growth:
@@ -279,7 +278,7 @@ class _SpectralClustering(_DivisiveClustering):
 
     def _grow(self, data, frame, parallel: int, refine, spread: float = 0.0) -> Growth:
         rules = self._rules()
-        splitter = self._splitter(frame, rules.test, data, parallel=parallel, spread=spread)
+        splitter = self._splitter(frame, rules.test, data, spread=spread)
         tree = ClusterTree(data.n_features, self._method, self._tree_params(), root_size=data.total_weight)
         with single_threaded_blas():
             return grow(tree, data, splitter, rules)
@@ -293,8 +292,7 @@ class _SpectralClustering(_DivisiveClustering):
         within = 0.0 if spread is None else float(weights @ spread / weights.sum())
         if self.standardize and not constant.all():
             within /= float(np.mean(frame.scale[~constant] ** 2))
-        parallel = 0 if spread is None else task_slots()  # summary mode: children searched in tasks
-        return self._grow(InMemoryData(Z, weights, reach=reach), frame, parallel, None, spread=within)
+        return self._grow(InMemoryData(Z, weights, reach=reach), frame, 0, None, spread=within)
 
     def _target(self):
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""

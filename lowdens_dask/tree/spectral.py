@@ -18,11 +18,7 @@ the other half's dip test along the direction between the two sides' projected c
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-import dask
 import numpy as np
-from dask.base import tokenize
 
 from ..backend import InMemoryData
 from ..backend.frame import Frame
@@ -66,29 +62,6 @@ def _test_direction(split: SpectralSplit) -> np.ndarray:
     return u / norm if norm > 0 else split.V[:, 0]
 
 
-class _Search(NamedTuple):
-    """A leaf's search: the points its split is pursued on, the seed and start, and how the split is tested (on
-    ``rows`` against the pursued null when ``d_eff`` is given, else on the ``held`` out half, if any)."""
-
-    X: np.ndarray
-    weights: np.ndarray
-    spread: float
-    seed: int
-    v0: np.ndarray | None
-    min_side: float
-    rows: InMemoryData | None = None
-    d_eff: float | None = None
-    held: InMemoryData | None = None
-
-
-def _pursue(search: _Search, params: dict) -> SpectralSplit:
-    """The search's spectral split (a plain function: it runs in a Dask task)."""
-    return spectral_split(
-        search.X, search.weights, min_side=search.min_side, spread=search.spread, random_state=search.seed,
-        v0=search.v0, **params
-    )  # fmt: skip
-
-
 class SpectralSplitter(SplitterBase):
     """Finds, tests and makes spectral splits (module docstring): points in ``frame``, rules in the original
     coordinates. In memory a leaf is :class:`~lowdens_dask.backend.InMemoryData` and ``original`` holds its points'
@@ -97,9 +70,7 @@ class SpectralSplitter(SplitterBase):
     is a ``ChunkedNode`` whose points are chunk-local k-means microclusters of its own rows (one pass), which the
     split reduces to its ``n_microclusters``; two more passes count the sides' rows. Each leaf's split draws its
     microclusters' seed from ``random_state`` in the order the leaves are searched. A node's split is re-pursued
-    from its current projection (``v0``, when it has the projection's dimension). With ``parallel`` (summary mode:
-    the tasks the cluster runs at once), the two children of a split are searched as two Dask tasks
-    (:meth:`prefetch`)."""
+    from its current projection (``v0``, when it has the projection's dimension)."""
 
     def __init__(
         self,
@@ -114,18 +85,14 @@ class SpectralSplitter(SplitterBase):
         random_state: int | np.random.Generator | None = None,
         rows_per_microcluster: float | None = None,
         max_per_chunk: int | None = None,
-        parallel: int = 0,
     ):
         self.method, self.params, self.min_side, self.frame, self.test = method, params, min_side, frame, test
         self.tested = required(test) is not None
         self.original, self.spread = original, spread
         self.rng = np.random.default_rng(random_state)
         self.rows_per_microcluster, self.max_per_chunk = rows_per_microcluster, max_per_chunk
-        self.parallel, self.token = parallel, None
 
     def begin(self, root) -> None:
-        if self.parallel:
-            self.token = tokenize(root.token, self.method, self.params, self.min_side)[:8]
         if self.test is not None and not root.chunked and self.spread == 0:  # as HyperplaneSplitter.begin
             self.test = self.test.with_grid(InMemoryData(root.X))
 
@@ -146,32 +113,6 @@ class SpectralSplitter(SplitterBase):
         return V / np.linalg.norm(V, axis=0)
 
     def find(self, node: int, data, start: Node | None = None) -> Candidate | None:
-        search = self._search(node, data, start)
-        return None if search is None else self._candidate(data, search, _pursue(search, self.params))
-
-    def prefetch(self, nodes: dict, eager: bool) -> dict:
-        """Both children of a split, searched at once as two Dask tasks, where every leaf's split is needed
-        (``eager``) and the cluster runs two tasks at once (``parallel``): their seeds are drawn here in the order the
-        grower would search them, so that the splits are those of :meth:`find`."""
-        if not eager or self.parallel < 2 or any(data.chunked for data in nodes.values()):
-            return {}
-        searches = {c: self._search(c, data) for c, data in nodes.items()}
-        jobs = {c: search for c, search in searches.items() if search is not None}
-        tasks = [  # (the task needs only the points, not the rows the split is tested on)
-            dask.delayed(_pursue)(
-                search._replace(rows=None, held=None), self.params, dask_key_name=f"lowdens-split-node-{c}-{self.token}"
-            )
-            for c, search in jobs.items()
-        ]
-        size = sum(search.X.nbytes for search in jobs.values())
-        # the points are in the graph on purpose (as HyperplaneSplitter's tasks): no "large graph" warning for them
-        with dask.config.set({"distributed.admin.large-graph-warning-threshold": f"{size + 10 * 2**20}B"}):
-            splits = dict(zip(jobs, dask.compute(*tasks)))
-        return {c: None if c not in jobs else self._candidate(nodes[c], jobs[c], splits[c]) for c in nodes}
-
-    def _search(self, node: int, data, start: Node | None = None) -> _Search | None:
-        """What the leaf's search needs, its seed drawn (in the order the leaves are searched); None when the leaf's
-        points cannot be split."""
         seed = int(self.rng.integers(2**31 - 1))
         X, weights, spread, rows = self._points(data, seed)
         positive = X[weights > 0]
@@ -181,24 +122,22 @@ class SpectralSplitter(SplitterBase):
         if start is not None:
             V = start.rule.V if isinstance(start.rule, NearestCentreRule) else start.rule.v[:, None]
             v0 = self._in_frame(V) if V.shape[1] == self.params.get("n_components", 2) else None
+        test = {}
         on_rows = self.test is not None and rows is not None and has_pursued_null(self.method)
         d_eff = null_applies(self.method, rows, self.test) if on_rows else None  # None: sample splitting
         if self.test is None or d_eff is not None or not self.test.required:  # a ranking test needs the null
-            return _Search(X, weights, spread, seed, v0, self.min_side, rows, d_eff)
-        points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
-        fit, held = halves(points, self.test.seed, node)
-        if len(fit.X[fit.weights > 0]) < 2:
-            return None
-        return _Search(fit.X, fit.weights, spread, seed, v0, self.min_side / 2, held=held)
-
-    def _candidate(self, data, search: _Search, split: SpectralSplit) -> Candidate:
-        """The leaf's candidate from its search's split: tested (on the node's rows against the pursued null, or on
-        the held-out half) and, if valid, its sides."""
-        test = {}
-        if search.d_eff is not None:  # tested on all of the node's rows against the pursued null
-            test = tests_on_rows(self.method, search.rows, [_test_direction(split)], self.test, search.d_eff)[0]
-        elif search.held is not None:
-            test = held_out_test(search.held, _test_direction(split))
+            split = spectral_split(X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params)
+            if d_eff is not None:  # tested on all of the node's rows against the pursued null
+                test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test, d_eff)[0]
+        else:
+            points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
+            fit, held = halves(points, self.test.seed, node)
+            if len(fit.X[fit.weights > 0]) < 2:
+                return None
+            split = spectral_split(
+                fit.X, fit.weights, min_side=self.min_side / 2, spread=spread, random_state=seed, v0=v0, **self.params
+            )
+            test = held_out_test(held, _test_direction(split))
         stats = {"fval": split.value, "eigenvalue": split.eigenvalue, "balanced": float(split.balanced), **test}
         original = split_rule(split, self.frame)
         parts = sizes = None
