@@ -7,10 +7,13 @@ classes, and whether the labels are identical in the two checkouts. Then summary
 ``benchmarks/agreement.py`` measures it: ``MDHClustering(n_clusters=K, mode="summary", random_state=0)`` against
 the exact fit, on the ten sets and on the 10^6-row scale mixture (K = 16, also against its truth).
 
-    python benchmarks/quality_side_by_side.py [--base REV] [--methods mdh,pddp,...] [--mixture-n 1e6] [--output FILE]
+    python benchmarks/quality_side_by_side.py [--base REV] [--methods mdh,pddp,...] [--datasets NAME,...]
+        [--mixture-n 1e6] [--output FILE]
 
 The earlier commit is checked out into a temporary git worktree (removed afterwards); each checkout runs in its
-own single-thread subprocess, the two at once (their times are comparable only as a rough guide).
+own single-thread subprocess, the two at once (their times are comparable only as a rough guide). Each worker
+writes its results to a JSON file in a scratch folder after every fit, so that a run that fails keeps the fits it
+finished (the error names the file); the folder is removed after a run that succeeds.
 """
 
 import argparse
@@ -31,8 +34,9 @@ SINGLE_THREAD_ENV = {
 }
 
 
-def worker(checkout: str, methods: list[str], mixture_n: int) -> dict:
-    """Labels, ARI and V-measure of every fit, for the package in ``checkout``."""
+def worker(checkout: str, methods: list[str], mixture_n: int, datasets: list[str] | None, output: str) -> None:
+    """Labels, ARI and V-measure of every fit, for the package in ``checkout``, written to ``output`` (JSON) after
+    each fit."""
     sys.path.insert(0, checkout)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import numpy as np
@@ -55,13 +59,14 @@ def worker(checkout: str, methods: list[str], mixture_n: int) -> dict:
             "vs_exact": None if exact is None else adjusted_rand_score(exact, labels),
             "s": seconds,
         }
+        Path(output).write_text(json.dumps(out))
 
     def timed(fit):
         start = time.perf_counter()
         est = fit()
         return est, time.perf_counter() - start
 
-    for name in list_datasets():
+    for name in datasets or list_datasets():
         X, y = load_dataset(name)
         k = len(np.unique(y))
         for method in methods:
@@ -83,46 +88,51 @@ def worker(checkout: str, methods: list[str], mixture_n: int) -> dict:
         est, s = timed(lambda: MDHClustering(n_clusters=K, mode="summary", random_state=0).fit(X))
         record("mixture/mdh summary", est.labels_, y, s, out["mixture/mdh"]["labels"])
         out["mixture/mdh summary"]["microclusters"] = int(est.n_microclusters_)
+        Path(output).write_text(json.dumps(out))
         shutil.rmtree(path, ignore_errors=True)
-    return out
 
 
-def start(checkout: str, methods: list[str], mixture_n: int) -> subprocess.Popen:
-    """The worker for ``checkout`` in a single-thread subprocess (the two checkouts run at once)."""
+def start(checkout: str, args, output: str) -> subprocess.Popen:
+    """The worker for ``checkout`` in a single-thread subprocess (the two checkouts run at once), writing its
+    results to ``output``."""
     env = dict(os.environ, **SINGLE_THREAD_ENV)
     env.pop("PYTHONPATH", None)
-    argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--methods", ",".join(methods)]
-    return subprocess.Popen(
-        [*argv, "--mixture-n", str(mixture_n)], env=env, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir()
-    )
+    argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--worker-output", output]
+    argv += ["--methods", args.methods, "--datasets", args.datasets, "--mixture-n", str(int(args.mixture_n))]
+    return subprocess.Popen(argv, env=env, cwd=tempfile.gettempdir())
 
 
-def result(process: subprocess.Popen) -> dict:
-    out, _ = process.communicate()
-    if process.returncode:
-        raise RuntimeError(f"worker failed with status {process.returncode}")
-    return json.loads(out.strip().splitlines()[-1])
+def result(process: subprocess.Popen, output: str) -> dict:
+    if process.wait():
+        raise RuntimeError(f"worker failed with status {process.returncode} (the fits it finished: {output})")
+    return json.loads(Path(output).read_text())
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", default="a795db1", help="the earlier commit (default a795db1, before issue 25)")
     parser.add_argument("--methods", default="mdh,pddp,depddp,ipddp,ncut,mc,scpp,lmsc,msc,svm-relabel")
+    parser.add_argument("--datasets", default="", help="bundled sets, comma-separated (default: all ten)")
     parser.add_argument("--mixture-n", type=float, default=1e6)
     parser.add_argument("--output", default=str(RESULTS_DIR / "quality-side-by-side.md"))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--worker-output", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    methods = [m for m in args.methods.split(",") if m]
     if args.worker:
-        print(json.dumps(worker(args.worker, methods, int(args.mixture_n))))
+        methods = [m for m in args.methods.split(",") if m]
+        datasets = [d for d in args.datasets.split(",") if d] or None
+        worker(args.worker, methods, int(args.mixture_n), datasets, args.worker_output)
         return
     base_dir = tempfile.mkdtemp(prefix="lowdens-base-")
     subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "-q", "--detach", base_dir, args.base], check=True)
+    scratch = tempfile.mkdtemp(prefix="lowdens-quality-")
+    outputs = [f"{scratch}/{side}.json" for side in ("earlier", "this")]
     try:
-        workers = [start(checkout, methods, int(args.mixture_n)) for checkout in (base_dir, str(REPO_ROOT))]
-        earlier, this = (result(process) for process in workers)
+        workers = [start(checkout, args, out) for checkout, out in zip((base_dir, str(REPO_ROOT)), outputs)]
+        earlier, this = (result(process, out) for process, out in zip(workers, outputs))
     finally:
         subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", base_dir], check=False)
+    shutil.rmtree(scratch)
     rows, worse = [], []
     for key, a in earlier.items():
         b = this[key]
