@@ -20,23 +20,68 @@ from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 DENSE_EIGH_MAX_FEATURES = 128
 
 
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Rows of ``keys`` that are equal, as ``(first, rank)``: the position of each group's first row, in order of
+    first occurrence, and each row's group number; None when every row is distinct."""
+    if keys.shape[0] < 2:
+        return None
+    projection = np.sort(keys @ np.random.default_rng(0).standard_normal(keys.shape[1]))
+    if np.all(projection[1:] != projection[:-1]):  # distinct projections: distinct rows (the common case, fast)
+        return None
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    if first.size == keys.shape[0]:
+        return None
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[inverse.ravel()]
+
+
 def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows repeated exactly merged into one row each, whose weight is the sum of theirs (weights are frequencies),
     in the order of their first occurrence: ``(rows, weights)``, ``X`` and ``weights`` themselves when no row repeats.
     ``np.repeat(X, r, 0)`` and ``X`` with weights ``r`` give the same rows and weights, hence the same fit."""
+    groups = _groups(X)
+    if groups is None:
+        return X, weights
+    first, rank = groups
+    return np.ascontiguousarray(X[first]), np.bincount(rank, weights=weights, minlength=first.size)
+
+
+#: :func:`merge_records`: rows in one cell of a grid whose step is this share of each column's robust scale are one
+#: record. Far below any bandwidth (MDH's is about 0.1-0.5 of a scale) or spacing of distinct observations, far
+#: above the jitter a float round trip or a re-export adds (1e-16-1e-9 of a value).
+RECORD_RESOLUTION = 1e-4
+
+
+def robust_scale(X: np.ndarray) -> np.ndarray:
+    """Each column's scale: its interquartile range / 1.349 (the standard deviation of a normal), its standard
+    deviation where that is 0, and 1 where both are (a constant column)."""
+    q1, q3 = np.quantile(X, [0.25, 0.75], axis=0) if X.shape[0] else (np.zeros(X.shape[1]),) * 2
+    scale = (q3 - q1) / 1.349
+    sd = X.std(axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    scale = np.where(scale > 0, scale, sd)
+    return np.where(scale > 0, scale, 1.0)
+
+
+def merge_records(X: np.ndarray, weights: np.ndarray, resolution: float = RECORD_RESOLUTION):
+    """Rows that are copies of one record, exact or within ``resolution`` of each column's :func:`robust_scale` (one
+    cell of that grid), merged into the first of them, their weights summed: ``(rows, weights)``, ``X`` and
+    ``weights`` themselves when every row is its own record. What the significance of a split counts
+    (:mod:`lowdens_dask.pursuit.significance`): a record seen again, or re-exported with rounding noise, is one
+    observation of frequency weight, not a mode. A grid (not a distance graph) so that no chain of close rows merges
+    a dense region into one record."""
     if X.shape[0] < 2:
         return X, weights
-    projection = np.sort(X @ np.random.default_rng(0).standard_normal(X.shape[1]))
-    if np.all(projection[1:] != projection[:-1]):  # distinct projections: distinct rows (the common case, fast)
+    exact = _groups(X)
+    if exact is not None:  # exact copies first (the common case of duplicated records): fewer cells to compare
+        X, weights = np.ascontiguousarray(X[exact[0]]), np.bincount(exact[1], weights=weights, minlength=exact[0].size)
+    cells = np.floor((X - X.min(axis=0)) / (resolution * robust_scale(X)))
+    groups = _groups(cells)
+    if groups is None:
         return X, weights
-    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
-    if first.size == X.shape[0]:
-        return X, weights
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    merged = np.bincount(rank[inverse.ravel()], weights=weights, minlength=order.size)
-    return np.ascontiguousarray(X[first[order]]), merged
+    first, rank = groups
+    return np.ascontiguousarray(X[first]), np.bincount(rank, weights=weights, minlength=first.size)
 
 
 #: :func:`merge_near_copies`: rows nearer to another row than this share of the rows' median distance to their
@@ -86,6 +131,44 @@ def merge_near_copies(X: np.ndarray, weights: np.ndarray, share: float = NEAR_CO
     rank = np.empty(n, dtype=np.int64)
     rank[kept] = np.arange(kept.size)
     return X[kept], np.bincount(rank[first[component]], weights=weights, minlength=kept.size), kept
+
+
+#: :func:`far_rows`: a row is far from a node's bulk beyond the median distance from the coordinate-wise median plus
+#: ``FAR_SPREADS`` times the gap between that median and the distances' 90th percentile (10.4 sd for a normal in
+#: one dimension, where the farthest of 10^6 rows lies at 4.9; 13 for an isotropic one in 60 dimensions, whose rows lie
+#: within 2.5). Its centre and quantiles are read on at most ``FAR_SAMPLE`` rows; beyond ``FAR_MOST`` far rows they are
+#: a tail, not a few outliers.
+FAR_SPREADS, FAR_SAMPLE, FAR_MOST = 10.0, 20_000, 1_000
+
+
+def far_rows(X: np.ndarray, weights: np.ndarray, least: float) -> np.ndarray | None:
+    """The rows that could never form a cluster of their own: far from the rest (:data:`FAR_SPREADS`), in groups
+    (single linkage at the bulk's median distance from its centre) of less weight than ``least`` (the least weight of
+    a cluster): a boolean mask, or None when there are none. A node is fitted without them (its scales, bandwidth,
+    effective dimension and test are those of the rest) and routes them as any other row."""
+    n = X.shape[0]
+    if n < 8 or not least > 0:
+        return None
+    probe = X if n <= FAR_SAMPLE else X[np.random.default_rng(0).choice(n, FAR_SAMPLE, replace=False)]
+    centre = np.median(probe, axis=0)
+    distance = np.sqrt(np.einsum("ij,ij->i", X - centre, X - centre))
+    median, upper = np.quantile(distance if n <= FAR_SAMPLE else np.sqrt(((probe - centre) ** 2).sum(1)), [0.5, 0.9])
+    if not upper > median:
+        return None
+    far = distance > median + FAR_SPREADS * (upper - median)
+    count = int(np.count_nonzero(far))
+    if count == 0 or count > FAR_MOST:
+        return None
+    where = np.flatnonzero(far)
+    if count > 1:
+        from scipy.cluster.hierarchy import fcluster, linkage
+
+        group = fcluster(linkage(X[where], method="single"), t=max(median, 1e-300), criterion="distance")
+    else:
+        group = np.ones(1, dtype=np.int64)
+    group_weight = np.bincount(group, weights=weights[where])
+    far[where[group_weight[group] >= least]] = False
+    return far if far.any() else None
 
 
 class InMemoryData:

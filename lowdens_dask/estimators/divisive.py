@@ -116,17 +116,23 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
         return HyperplaneSplitter(
             self._method, self._index_params(), self._least_side(data.total_weight), frame, test, parallel=parallel,
             refine=refine, max_node_bytes=max_node_bytes(self) if data.chunked else 0.0,
+            least_cluster=self._least_cluster(data.total_weight),
         )  # fmt: skip
 
-    def _least_side(self, total: float) -> float:
-        """The least weight each side of a split holds: ``min_size``, and with ``n_clusters="auto"``
-        ``min_cluster_size`` (a share of the ``total`` rows fitted, or a number of rows): a split must be substantial
-        as well as significant, so that a large sample keeps the clusters of the population it was drawn from, not
-        the clumps of its rows, which a consistent test resolves at any size."""
-        if not (isinstance(self.n_clusters, str) and self.n_clusters == "auto"):
-            return self.min_size
+    def _least_cluster(self, total: float) -> float:
+        """The least weight of a cluster: ``min_size``, and ``min_cluster_size`` (a share of the ``total`` rows
+        fitted, or a number of rows). A split must be substantial as well as significant, so that a large sample
+        keeps the clusters of the population it was drawn from, not the clumps of its rows, which a consistent test
+        resolves at any size; far rows in groups lighter than this are no cluster (the splitter sets them aside)."""
         size = self.min_cluster_size
         return max(self.min_size, size * total if size < 1 else size)
+
+    def _least_side(self, total: float) -> float:
+        """The least weight each side of a split holds: with ``n_clusters="auto"`` :meth:`_least_cluster`, else
+        ``min_size`` (a told K ranks the substantial splits first: :func:`~lowdens_dask.tree.grower.grow`)."""
+        if not (isinstance(self.n_clusters, str) and self.n_clusters == "auto"):
+            return self.min_size
+        return self._least_cluster(total)
 
     def _tree_params(self) -> dict:
         """The parameters the tree records."""

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtri
 
-from ..backend.memory import merge_duplicates
+from ..backend.memory import merge_records
 from ..indices import INDICES
 from ..kernels.dip import dip_pvalue, dip_statistic, spread_ties
 from .hyperplanes import Hyperplane
@@ -143,25 +143,31 @@ LEAST_TEST_SIZE = 16
 
 
 def merged(rows):
-    """``rows`` with rows repeated exactly merged into one row of their total weight
-    (:func:`~lowdens_dask.backend.memory.merge_duplicates`): a repeated row is a frequency weight, and the test
-    counts it once (:func:`effective_size`), so that ``np.repeat(X, r, 0)`` is tested as ``X`` with weights ``r``.
-    Summaries (``spread``) are unchanged."""
+    """``rows`` as the records they hold: copies of a row, exact or within :data:`~lowdens_dask.backend.memory.
+    RECORD_RESOLUTION` of each column's scale (a re-export's rounding noise), merged into one row of their total
+    weight (:func:`~lowdens_dask.backend.memory.merge_records`): a repeated record is a frequency weight, and the test
+    reads the weights at their effective size (:func:`effective_size`), so that ``np.repeat(X, r, 0)``, ``X`` with
+    weights ``r`` and the repeats jittered by 1e-9 are tested alike. Summaries (``spread``) are unchanged."""
     if rows.spread is not None:
         return rows
-    X, w = merge_duplicates(rows.X, rows.weights)
+    X, w = merge_records(rows.X, rows.weights)
     return rows if X is rows.X else type(rows)(X, w)
 
 
 def effective_size(data) -> float:
-    """The number of rows the test counts for ``data``: its rows, each once whatever its weight (a row repeated r
-    times, merged into one row of weight r, counts once, so that duplicated records are not read as structure:
-    ``fit(np.repeat(X, r, 0))`` is tested as ``fit(X)``), but at least :data:`LEAST_TEST_SIZE` where the weights
-    hold that many rows (a few heavy rows are point masses). The weights still shape the distribution tested."""
+    """The number of rows the test counts for ``data``: Kish's effective sample size of the weights,
+    ``(sum w)^2 / sum w^2``, the size of an unweighted sample whose mean is as variable as the weighted rows' (Kish,
+    *Survey Sampling*, 1965, §11.7). Rows of equal weight count once each (``fit(np.repeat(X, r, 0))`` is tested as
+    ``fit(X)``), and rows recorded unevenly often count less than their number, as the spread of their empirical
+    distribution is that of fewer rows: a uniform square with a tenth of its rows recorded 2-19 times is one cluster
+    at its effective size, dozens of modes at its number of rows. At least :data:`LEAST_TEST_SIZE` where the weights
+    hold that many rows (a few heavy rows are point masses)."""
     w = data.weights
     if np.all(w == 1.0):
         return float(data.n_samples)
-    return max(float(np.count_nonzero(w > 0)), min(float(w.sum()), LEAST_TEST_SIZE))
+    square = float(w @ w)
+    kish = float(w.sum()) ** 2 / square if square > 0 else 0.0
+    return max(kish, min(float(w.sum()), LEAST_TEST_SIZE))
 
 
 def held_out_test(data, v: np.ndarray) -> dict:

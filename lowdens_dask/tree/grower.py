@@ -176,7 +176,11 @@ def _split_leaves(tree, leaves: dict, splitter, rules: GrowthRules, keep, report
     def score(leaf: int) -> tuple[bool, float, int]:
         c = found.get(leaf)
         value = float(rules.leaf_order(tree.nodes[leaf], leaves[leaf], None if c is None else c.found))
-        first = not ranked or (c is not None and is_significant(c.stats, rules.test))
+        first = not ranked or (
+            c is not None
+            and is_significant(c.stats, rules.test)
+            and c.stats.get("smaller_side", math.inf) >= splitter.least_cluster
+        )
         return first, (-math.inf if math.isnan(value) else value), -leaf  # ties: the lowest id
 
     def forced_score(leaf: int) -> tuple[float, tuple[bool, float, int]]:

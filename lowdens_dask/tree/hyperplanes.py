@@ -35,6 +35,7 @@ from dask.base import tokenize
 from ..backend import InMemoryData
 from ..backend.cluster_summary import sample_size
 from ..backend.frame import Frame
+from ..backend.memory import far_rows
 from ..backend.workers import large_allocations_from_the_heap
 from ..indices import get_index
 from ..pursuit import Hyperplane, best_of_starts, find_hyperplane
@@ -88,8 +89,10 @@ class HyperplaneSplitter(SplitterBase):
         parallel: int = 0,
         refine: Refine | None = None,
         max_node_bytes: float = 0.0,
+        least_cluster: float = 0.0,
     ):
         self.method, self.params, self.min_size, self.frame, self.test = method, params, min_size, frame, test
+        self.least_cluster = least_cluster
         self.tested = required(test) is not None
         self.parallel, self.refine, self.max_node_bytes = parallel, refine, max_node_bytes
         self.root = None
@@ -133,16 +136,26 @@ class HyperplaneSplitter(SplitterBase):
         return _to_original(candidate.found, self.frame)
 
     def find(self, node: int, data, start: Node | None = None) -> Candidate | None:
+        core = self._core(data)
         if start is not None and isinstance(start.rule, HyperplaneRule):
             v, _ = self.frame.from_original(start.rule.v, start.rule.b)
             params = {**self.params, **get_index(self.method).polish_params(start.params), "v0": v[:, None]}
-            return self.candidate(_best_split(self.method, data, params, self.min_size, None, self.test, node))
+            hp = _best_split(self.method, core, params, self.min_size, None, self.test, node)
+            return self.candidate(_with_sides(hp, data))
         if self._on_a_worker(data) or self._in_memory_tasks(data):
             return self._in_tasks({node: data})[node]
         start_time, passes = time.perf_counter(), _passes(self.root)
-        hp = _best_split(self.method, data, self.params, self.min_size, None, self.test, node)
+        hp = _best_split(self.method, core, self.params, self.min_size, None, self.test, node)
         _log_split(node, data, hp, time.perf_counter() - start_time, _passes(self.root) - passes, False)
-        return self.candidate(hp)
+        return self.candidate(_with_sides(hp, data))
+
+    def _core(self, data):
+        """The node's rows that its split is found and tested on: in memory, all but its far rows in groups lighter
+        than a cluster (:func:`~lowdens_dask.backend.memory.far_rows`), which the split then routes as any other."""
+        if data.chunked or data.spread is not None or data.sample is not None:
+            return data
+        far = far_rows(data.X, data.weights, self.least_cluster)
+        return data if far is None else data.take(~far)
 
     def prefetch(self, nodes: dict, eager: bool) -> dict:
         if (eager or self.room_for_both) and all(self._in_memory_tasks(data) for data in nodes.values()):
@@ -213,6 +226,16 @@ class HyperplaneSplitter(SplitterBase):
         if cut.extra is not None:
             del self.row_leaves[node]
             self.row_leaves.update(zip(children, cut.extra))
+
+
+def _with_sides(hp: Hyperplane | None, data) -> Hyperplane | None:
+    """``hp`` with the weight of its lighter side among ``data``'s rows in ``stats`` (``smaller_side``; in memory), by
+    which a told K ranks substantial splits first (:func:`~lowdens_dask.tree.grower.grow`)."""
+    if hp is None or data.chunked:
+        return hp
+    side = data.project(hp.v) >= hp.b
+    upper = float(data.weights[side].sum())
+    return hp._replace(stats={**hp.stats, "smaller_side": min(upper, float(data.total_weight) - upper)})
 
 
 def _passes(data) -> int:

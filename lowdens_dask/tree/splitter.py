@@ -83,6 +83,9 @@ class SplitterBase:
 
     method: str
     tested: bool = False
+    #: the least weight of a cluster (``min_cluster_size``): a told K ranks splits whose lighter side holds less after
+    #: the others (the one decision of ``"auto"`` and a told K)
+    least_cluster: float = 0.0
 
     def begin(self, root) -> None:
         pass
