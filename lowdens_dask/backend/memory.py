@@ -52,21 +52,23 @@ def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
 #: record. Far below any bandwidth (MDH's is about 0.1-0.5 of a scale) or spacing of distinct observations, far
 #: above the jitter a float round trip or a re-export adds (1e-16-1e-9 of a value).
 RECORD_RESOLUTION = 1e-4
+GRID_OFFSET = (3 - 5**0.5) / 2
 
 
 def robust_scale(X: np.ndarray) -> np.ndarray:
-    """Each column's scale: its interquartile range / 1.349 (the standard deviation of a normal), its standard
-    deviation where that is 0, and 1 where both are (a constant column)."""
-    q1, q3 = np.quantile(X, [0.25, 0.75], axis=0) if X.shape[0] else (np.zeros(X.shape[1]),) * 2
-    scale = (q3 - q1) / 1.349
-    sd = X.std(axis=0) if X.shape[0] else np.zeros(X.shape[1])
-    scale = np.where(scale > 0, scale, sd)
+    """Each column's scale, robust to a few far rows and to jitter: the largest of its interquartile range / 1.349
+    and its 1-99% range / 4.65 (both the standard deviation of a normal), and 1e-3 of its standard deviation (a column
+    of one value and a few others, or of one value jittered); 1 for a constant column."""
+    if X.shape[0] == 0:
+        return np.ones(X.shape[1])
+    q01, q25, q75, q99 = np.quantile(X, [0.01, 0.25, 0.75, 0.99], axis=0)
+    scale = np.maximum.reduce([(q75 - q25) / 1.349, (q99 - q01) / 4.65, 1e-3 * X.std(axis=0)])
     return np.where(scale > 0, scale, 1.0)
 
 
-def merge_records(X: np.ndarray, weights: np.ndarray, resolution: float = RECORD_RESOLUTION):
-    """Rows that are copies of one record, exact or within ``resolution`` of each column's :func:`robust_scale` (one
-    cell of that grid), merged into the first of them, their weights summed: ``(rows, weights)``, ``X`` and
+def merge_records(X: np.ndarray, weights: np.ndarray, step=None):
+    """Rows that are copies of one record, exact or within one cell of a grid whose ``step`` per column is by default
+    :data:`RECORD_RESOLUTION` of each column's :func:`robust_scale`, merged into the first of them, their weights summed: ``(rows, weights)``, ``X`` and
     ``weights`` themselves when every row is its own record. What the significance of a split counts
     (:mod:`lowdens_dask.pursuit.significance`): a record seen again, or re-exported with rounding noise, is one
     observation of frequency weight, not a mode. A grid (not a distance graph) so that no chain of close rows merges
@@ -76,7 +78,10 @@ def merge_records(X: np.ndarray, weights: np.ndarray, resolution: float = RECORD
     exact = _groups(X)
     if exact is not None:  # exact copies first (the common case of duplicated records): fewer cells to compare
         X, weights = np.ascontiguousarray(X[exact[0]]), np.bincount(exact[1], weights=weights, minlength=exact[0].size)
-    cells = np.floor((X - X.min(axis=0)) / (resolution * robust_scale(X)))
+    # the cells' edges a golden-ratio share of a step off the columns' least value: values recorded on a grid (whole
+    # numbers, fixed decimals) lie inside cells, not on their edges, where jitter would split their copies
+    step = RECORD_RESOLUTION * robust_scale(X) if step is None else np.asarray(step, dtype=np.float64)
+    cells = np.floor((X - X.min(axis=0)) / step + GRID_OFFSET)
     groups = _groups(cells)
     if groups is None:
         return X, weights
@@ -133,42 +138,46 @@ def merge_near_copies(X: np.ndarray, weights: np.ndarray, share: float = NEAR_CO
     return X[kept], np.bincount(rank[first[component]], weights=weights, minlength=kept.size), kept
 
 
-#: :func:`far_rows`: a row is far from a node's bulk beyond the median distance from the coordinate-wise median plus
-#: ``FAR_SPREADS`` times the gap between that median and the distances' 90th percentile (10.4 sd for a normal in
-#: one dimension, where the farthest of 10^6 rows lies at 4.9; 13 for an isotropic one in 60 dimensions, whose rows lie
-#: within 2.5). Its centre and quantiles are read on at most ``FAR_SAMPLE`` rows; beyond ``FAR_MOST`` far rows they are
-#: a tail, not a few outliers.
-FAR_SPREADS, FAR_SAMPLE, FAR_MOST = 10.0, 20_000, 1_000
+#: :func:`far_rows`: the farthest rows from a node's centre (its coordinate-wise median) are far from the rest when
+#: they lie more than ``FAR_RATIO`` times as far as the farthest of the rest (a normal sample's two farthest of 10^6
+#: rows differ by a few per cent). At most ``FAR_MOST`` rows, or half the node's, are far: beyond, a tail, not a few
+#: outliers. The centre is read on at most ``FAR_SAMPLE`` rows.
+FAR_RATIO, FAR_MOST, FAR_SAMPLE = 2.0, 1_000, 20_000
 
 
 def far_rows(X: np.ndarray, weights: np.ndarray, least: float) -> np.ndarray | None:
-    """The rows that could never form a cluster of their own: far from the rest (:data:`FAR_SPREADS`), in groups
-    (single linkage at the bulk's median distance from its centre) of less weight than ``least`` (the least weight of
-    a cluster): a boolean mask, or None when there are none. A node is fitted without them (its scales, bandwidth,
-    effective dimension and test are those of the rest) and routes them as any other row."""
+    """The rows that could never form a cluster of their own: beyond a gap in the distances from the node's centre
+    (:data:`FAR_RATIO`), in groups (single linkage at the distance of the farthest of the rest) of less weight than
+    ``least`` (the least weight of a cluster): a boolean mask, or None when there are none. A node is fitted without
+    them (its scales, bandwidth, effective dimension and test are those of the rest) and routes them as any other
+    row: three rows 20 standard deviations out change neither the clusters of the rest nor how they are tested."""
     n = X.shape[0]
     if n < 8 or not least > 0:
         return None
     probe = X if n <= FAR_SAMPLE else X[np.random.default_rng(0).choice(n, FAR_SAMPLE, replace=False)]
-    centre = np.median(probe, axis=0)
-    distance = np.sqrt(np.einsum("ij,ij->i", X - centre, X - centre))
-    median, upper = np.quantile(distance if n <= FAR_SAMPLE else np.sqrt(((probe - centre) ** 2).sum(1)), [0.5, 0.9])
-    if not upper > median:
+    offset = X - np.median(probe, axis=0)
+    distance = np.sqrt(np.einsum("ij,ij->i", offset, offset))
+    most = min(FAR_MOST, n // 2)
+    order = np.argsort(distance)[::-1][: most + 1]  # the farthest rows, farthest first
+    top = distance[order]
+    inner = top[1:]
+    ratio = np.divide(top[:-1], inner, out=np.zeros(inner.size), where=inner > 0)  # ratio[k]: row k+1 against k+2
+    k = int(np.argmax(ratio)) if ratio.size else -1
+    if k < 0 or not ratio[k] > FAR_RATIO:
         return None
-    far = distance > median + FAR_SPREADS * (upper - median)
-    count = int(np.count_nonzero(far))
-    if count == 0 or count > FAR_MOST:
-        return None
-    where = np.flatnonzero(far)
-    if count > 1:
+    where, rest = order[: k + 1], top[k + 1]
+    if where.size > 1:
         from scipy.cluster.hierarchy import fcluster, linkage
 
-        group = fcluster(linkage(X[where], method="single"), t=max(median, 1e-300), criterion="distance")
+        group = fcluster(linkage(X[where], method="single"), t=max(rest, 1e-300), criterion="distance")
     else:
         group = np.ones(1, dtype=np.int64)
-    group_weight = np.bincount(group, weights=weights[where])
-    far[where[group_weight[group] >= least]] = False
-    return far if far.any() else None
+    light = np.bincount(group, weights=weights[where])[group] < least
+    if not light.any():
+        return None
+    far = np.zeros(n, dtype=bool)
+    far[where[light]] = True
+    return far
 
 
 class InMemoryData:

@@ -40,7 +40,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import ndtri
 
-from ..backend.memory import merge_records
+from ..backend.memory import RECORD_RESOLUTION, merge_records, robust_scale
 from ..indices import INDICES
 from ..kernels.dip import dip_pvalue, dip_statistic, spread_ties
 from .hyperplanes import Hyperplane
@@ -66,6 +66,10 @@ class SplitTest(NamedTuple):
     grid: tuple | None = None
     #: a summary's nodes are pursued on their sample rows (set when the sample holds every row summarised)
     on_sample: bool = False
+    #: each column's record step (:data:`~lowdens_dask.backend.memory.RECORD_RESOLUTION` of its robust scale among
+    #: the root's rows, :meth:`with_grid`; None: each node's own): copies are copies at the data's scale, also in a node
+    #: where a column is constant but for their jitter
+    record_step: tuple | None = None
     #: whether a split must pass the test to be made (``"auto"``); False for an integer ``n_clusters``, whose
     #: splits are tested only to rank the leaves (significant splits first: :mod:`lowdens_dask.tree.grower`)
     required: bool = True
@@ -74,7 +78,10 @@ class SplitTest(NamedTuple):
         """This test with the grid steps of ``root_rows`` (the rows the root is tested on; None: unchanged). A
         column is recorded on a grid for the whole data set, so every node dequantizes it by the same step, also
         where the node's own rows spread less than one step."""
-        return self if root_rows is None else self._replace(grid=tuple(grid_steps(root_rows.X)))
+        if root_rows is None:
+            return self
+        step = tuple(RECORD_RESOLUTION * robust_scale(root_rows.X)) if root_rows.spread is None else None
+        return self._replace(grid=tuple(grid_steps(merged(root_rows, step).X)), record_step=step)
 
 
 def half_indices(n: int, seed: int, node: int) -> tuple[np.ndarray, np.ndarray]:
@@ -83,17 +90,12 @@ def half_indices(n: int, seed: int, node: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(order[: n // 2]), np.sort(order[n // 2 :])
 
 
-def halves(data, seed: int, node: int):
-    """The node's rows (or microclusters) in two random halves: ``(fit, test)`` (:func:`half_indices`). Rows whose
-    weights are counts (whole numbers, a merged duplicate's) are halved copy by copy, as the repeated rows would be:
-    each of a row's copies goes to either half at random."""
-    w = data.weights
-    if data.spread is None and data.sample is None and np.any(w > 1) and np.all(w == np.round(w)):
-        counts = w.astype(np.int64)
-        first = np.random.default_rng([seed, node]).binomial(counts, 0.5)
-        return tuple(
-            type(data)(data.X[part > 0], part[part > 0].astype(np.float64)) for part in (first, counts - first)
-        )
+def halves(data, seed: int, node: int, step=None):
+    """The node's rows (or microclusters) in two random halves: ``(fit, test)`` (:func:`half_indices`). Rows are
+    halved by record (:func:`merged`): all copies of a record lie in one half, so that the held-out half is
+    independent of the half the split was found on."""
+    if data.spread is None and data.sample is None:  # rows: halved by record, each record's copies in one half
+        data = merged(data, step)
     fit, test = half_indices(data.n_samples, seed, node)
     return data.take(fit), data.take(test)
 
@@ -142,7 +144,7 @@ def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
 LEAST_TEST_SIZE = 16
 
 
-def merged(rows):
+def merged(rows, step=None):
     """``rows`` as the records they hold: copies of a row, exact or within :data:`~lowdens_dask.backend.memory.
     RECORD_RESOLUTION` of each column's scale (a re-export's rounding noise), merged into one row of their total
     weight (:func:`~lowdens_dask.backend.memory.merge_records`): a repeated record is a frequency weight, and the test
@@ -150,8 +152,21 @@ def merged(rows):
     weights ``r`` and the repeats jittered by 1e-9 are tested alike. Summaries (``spread``) are unchanged."""
     if rows.spread is not None:
         return rows
-    X, w = merge_records(rows.X, rows.weights)
+    X, w = merge_records(rows.X, rows.weights, step)
     return rows if X is rows.X else type(rows)(X, w)
+
+
+def records(rows, step=None):
+    """The records the test reads in ``rows``: each distinct record once, unweighted (:func:`merged`, then weights
+    of 1). A record's copies, exact or jittered, and its frequency weight say how often it was seen, not that more
+    observations lie there: the evidence for a split is the records on either side of it, so that copies, near-copies
+    and weights (``sample_weight``, repeated rows, a re-export's rounding noise) change no decision. The pursuit
+    still weighs the rows (the hyperplane it finds is that of the weighted density), and so does a split's least
+    size. Summaries (``spread``: microclusters, whose weights count distinct rows) are unchanged."""
+    if rows.spread is not None:
+        return rows
+    rows = merged(rows, step)
+    return rows if np.all(rows.weights == 1.0) else type(rows)(rows.X)
 
 
 def effective_size(data) -> float:
@@ -174,10 +189,11 @@ def held_out_test(data, v: np.ndarray) -> dict:
     """The dip test of the held-out rows (or summary) ``data`` along ``v``. A summary's p-value is read at its
     number of microclusters (at most its rows), its resolution, not at the size of the smooth sample of
     :func:`held_out_sample`, which would count a small leaf's few microclusters as eight times as many points
-    (module docstring); weighted rows' at their :func:`effective_size`."""
+    (module docstring); rows' at their number of :func:`records`."""
     if data.spread is not None:
         n = min(max(round(data.total_weight), 2), data.n_samples)
-    else:  # rows, weighted or not
+    else:  # rows: their records, each once
+        data = records(data)
         n = effective_size(data)
     return unimodality_test(held_out_sample(data, v), n)
 
@@ -362,8 +378,8 @@ def tests_on_rows(method: str, rows, directions, test: SplitTest, d_eff: float |
     """:func:`pursued_test` of each direction on ``rows`` (a node's rows, or the sample of them it is tested on),
     gridded columns dequantized (:func:`dequantized` by ``test.grid``, from ``test.seed``) and the effective
     dimension computed once, on the rows tested (``d_eff``, where :func:`null_applies` computed it)."""
-    rows = merged(rows)
-    n = effective_size(rows)  # counted before dequantizing: a merged row's copies count once
+    rows = records(rows, test.record_step)
+    n = effective_size(rows)
     rows = dequantized(rows, test.seed, test.grid)
     d_eff = effective_dimension(method, rows, n) if d_eff is None else d_eff
     return [pursued_test(method, rows, v, d_eff, n) for v in directions]
@@ -387,7 +403,7 @@ def null_applies(method: str, rows, test: SplitTest) -> float | None:
     no null (with as many effective dimensions as rows, a pursuit finds a bimodal direction in any sample: a
     standard Gaussian of 600 rows in 450 columns was split into 14-16 clusters), and the node is tested by sample
     splitting instead, valid in any dimension."""
-    rows = merged(rows)
+    rows = records(rows, test.record_step)
     n = effective_size(rows)
     d_eff = effective_dimension(method, dequantized(rows, test.seed, test.grid), n)
     return d_eff if d_eff <= table_reach(method, n) else None

@@ -181,7 +181,7 @@ class HyperplaneSplitter(SplitterBase):
         d_eff = None if rows is None else null_applies(self.method, rows, test)
         if d_eff is not None:
             return tests_on_rows(self.method, rows, [v], test, d_eff)[0]
-        return held_out_test(halves(data, 0 if self.test is None else self.test.seed, node)[1], v)
+        return held_out_test(halves(data, test.seed, node, test.record_step)[1], v)
 
     # ------------------------------------------------------------------ making
     def cut(self, node: int, data, candidate: Candidate, forced: bool) -> Cut | None:
@@ -355,7 +355,7 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0) 
         tests = tests_on_rows(method, rows, [s.v for s in starts], test, d_eff)
         tested = (s._replace(stats={**s.stats, **t}) for s, t in zip(starts, tests))
         return hp._replace(per_start=tuple(_where_significant(method, data, s, test, min_size) for s in tested))
-    fit_rows, held = halves(data, test.seed, node)
+    fit_rows, held = halves(data, test.seed, node, test.record_step)
     if fit_rows.n_samples < 2 or held.n_samples < 2:
         return None
     hp = find_hyperplane(method, fit_rows, min_size=min_size / 2, start=start, **params)

@@ -131,7 +131,7 @@ class SpectralSplitter(SplitterBase):
                 test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test, d_eff)[0]
         else:
             points = InMemoryData(X, weights, None if spread == 0 else np.full(len(X), spread))
-            fit, held = halves(points, self.test.seed, node)
+            fit, held = halves(points, self.test.seed, node, self.test.record_step)
             if len(fit.X[fit.weights > 0]) < 2:
                 return None
             split = spectral_split(
