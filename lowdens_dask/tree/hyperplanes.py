@@ -108,7 +108,8 @@ class HyperplaneSplitter(SplitterBase):
         self.row_leaves = {} if self.refine is None else {0: self.refine.rows}
         self.room_for_both = self.parallel >= 2 * _n_starts(self.method, self.params, root.n_features)
         if self.test is not None and not chunked:  # chunked rows: each node's own grid (no pass for the root's)
-            self.test = self.test.with_grid(rows_to_test(root, self.test.seed))
+            # the grid of the root's rows but its far rows (an outlier off the grid ungrids no column)
+            self.test = self.test.with_grid(self._core(rows_to_test(root, self.test.seed)))
             # a summary whose sample holds every row it summarised (fewer than the sample's size): memory-sized
             # data, whose nodes are pursued on their rows, as in memory; beyond, on the microclusters
             sample = root.sample
