@@ -306,7 +306,7 @@ def test_repeated_rows_are_weights(name, r):
 
 
 def test_effective_size_of_weighted_rows():
-    from lowdens_dask.pursuit.significance import LEAST_TEST_SIZE, effective_size
+    from lowdens_dask.pursuit.significance import LEAST_TEST_SIZE, effective_size, records
 
     X = np.zeros((300, 2))
     assert effective_size(InMemoryData(X)) == 300
@@ -314,7 +314,10 @@ def test_effective_size_of_weighted_rows():
     assert effective_size(InMemoryData(X[:2], np.array([250.0, 250.0]))) == LEAST_TEST_SIZE
     assert effective_size(InMemoryData(X[:2], np.array([1.0, 2.0]))) == 3.0
     assert effective_size(InMemoryData(X[:3], np.array([1000.0, 1.0, 0.0]))) == LEAST_TEST_SIZE
-    assert effective_size(InMemoryData(X, np.r_[1000.0, np.ones(299)])) == 300  # a heavy row counts once
+    heavy = InMemoryData(np.random.default_rng(0).normal(size=(300, 2)), np.r_[1000.0, np.ones(299)])
+    assert effective_size(heavy) == LEAST_TEST_SIZE  # Kish: the heavy row's point mass is most of the weight
+    assert effective_size(records(heavy)) == 300  # the test reads the records, each once
+    assert effective_size(records(InMemoryData(X))) == LEAST_TEST_SIZE  # one record seen 300 times: a point mass
 
 
 # ---------------------------------------------------------------------------------------------------------------

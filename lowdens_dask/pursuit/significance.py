@@ -81,7 +81,9 @@ class SplitTest(NamedTuple):
         if root_rows is None:
             return self
         step = tuple(RECORD_RESOLUTION * robust_scale(root_rows.X)) if root_rows.spread is None else None
-        return self._replace(grid=tuple(grid_steps(merged(root_rows, step).X)), record_step=step)
+        # the values of the records (a jittered copy is no value of its own), their share of all the rows
+        grid = grid_steps(merged(root_rows, step).X, root_rows.n_samples)
+        return self._replace(grid=tuple(grid), record_step=step)
 
 
 def half_indices(n: int, seed: int, node: int) -> tuple[np.ndarray, np.ndarray]:
@@ -92,10 +94,16 @@ def half_indices(n: int, seed: int, node: int) -> tuple[np.ndarray, np.ndarray]:
 
 def halves(data, seed: int, node: int, step=None):
     """The node's rows (or microclusters) in two random halves: ``(fit, test)`` (:func:`half_indices`). Rows are
-    halved by record (:func:`merged`): all copies of a record lie in one half, so that the held-out half is
-    independent of the half the split was found on."""
-    if data.spread is None and data.sample is None:  # rows: halved by record, each record's copies in one half
-        data = merged(data, step)
+    halved by record (:func:`records`): each record once, in one half, so that the held-out half is independent of
+    the half the split was found on, and copies and weights change no decision; a few heavy records (point masses)
+    copy by copy, each copy to either half at random."""
+    if data.spread is None and data.sample is None:  # rows: halved by record, each record once in one half
+        data = records(data, step)
+        w = data.weights
+        if np.any(w > 1) and np.all(w == np.round(w)):  # a few heavy records (point masses): halved copy by copy
+            counts = w.astype(np.int64)
+            first = np.random.default_rng([seed, node]).binomial(counts, 0.5)
+            return tuple(type(data)(data.X[c > 0], c[c > 0].astype(np.float64)) for c in (first, counts - first))
     fit, test = half_indices(data.n_samples, seed, node)
     return data.take(fit), data.take(test)
 
@@ -162,11 +170,13 @@ def records(rows, step=None):
     observations lie there: the evidence for a split is the records on either side of it, so that copies, near-copies
     and weights (``sample_weight``, repeated rows, a re-export's rounding noise) change no decision. The pursuit
     still weighs the rows (the hyperplane it finds is that of the weighted density), and so does a split's least
-    size. Summaries (``spread``: microclusters, whose weights count distinct rows) are unchanged."""
+    size. Fewer than :data:`LEAST_TEST_SIZE` records keep their weights (a few heavy records are point masses: two
+    far-apart rows seen 250 times each are two clusters). Summaries (``spread``: microclusters, whose weights count
+    distinct rows) are unchanged."""
     if rows.spread is not None:
         return rows
     rows = merged(rows, step)
-    return rows if np.all(rows.weights == 1.0) else type(rows)(rows.X)
+    return rows if rows.n_samples < LEAST_TEST_SIZE or np.all(rows.weights == 1.0) else type(rows)(rows.X)
 
 
 def effective_size(data) -> float:
@@ -309,13 +319,14 @@ def pursued_pvalue(method: str, statistic: float, n: float, d_eff: float) -> flo
 GRID_MAX_SHARE, GRID_TOLERANCE, GRID_MAX_STEP = 0.5, 1e-6, 1.0
 
 
-def grid_steps(X: np.ndarray) -> np.ndarray:
+def grid_steps(X: np.ndarray, n_rows: int | None = None) -> np.ndarray:
     """Each column's grid step when its values are recorded on a grid (integers, fixed decimals: see
-    :data:`GRID_MAX_SHARE`), else 0."""
+    :data:`GRID_MAX_SHARE`; their share of ``n_rows``, by default X's rows), else 0."""
     steps = np.zeros(X.shape[1])
+    n_rows = len(X) if n_rows is None else n_rows
     for j in range(X.shape[1]):
         values = np.unique(X[:, j])
-        if len(values) < 2 or len(values) > GRID_MAX_SHARE * len(X):
+        if len(values) < 2 or len(values) > GRID_MAX_SHARE * n_rows:
             continue
         gaps = np.diff(values)
         step = gaps.min()

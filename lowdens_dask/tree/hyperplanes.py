@@ -109,7 +109,7 @@ class HyperplaneSplitter(SplitterBase):
         self.room_for_both = self.parallel >= 2 * _n_starts(self.method, self.params, root.n_features)
         if self.test is not None and not chunked:  # chunked rows: each node's own grid (no pass for the root's)
             # the grid of the root's rows but its far rows (an outlier off the grid ungrids no column)
-            self.test = self.test.with_grid(self._core(rows_to_test(root, self.test.seed)))
+            self.test = self.test.with_grid(core_rows(rows_to_test(root, self.test.seed), self.least_cluster))
             # a summary whose sample holds every row it summarised (fewer than the sample's size): memory-sized
             # data, whose nodes are pursued on their rows, as in memory; beyond, on the microclusters
             sample = root.sample
@@ -137,26 +137,17 @@ class HyperplaneSplitter(SplitterBase):
         return _to_original(candidate.found, self.frame)
 
     def find(self, node: int, data, start: Node | None = None) -> Candidate | None:
-        core = self._core(data)
+        least = self.least_cluster
         if start is not None and isinstance(start.rule, HyperplaneRule):
             v, _ = self.frame.from_original(start.rule.v, start.rule.b)
             params = {**self.params, **get_index(self.method).polish_params(start.params), "v0": v[:, None]}
-            hp = _best_split(self.method, core, params, self.min_size, None, self.test, node)
-            return self.candidate(_with_sides(hp, data))
+            return self.candidate(_best_split(self.method, data, params, self.min_size, None, self.test, node, least))
         if self._on_a_worker(data) or self._in_memory_tasks(data):
             return self._in_tasks({node: data})[node]
         start_time, passes = time.perf_counter(), _passes(self.root)
-        hp = _best_split(self.method, core, self.params, self.min_size, None, self.test, node)
+        hp = _best_split(self.method, data, self.params, self.min_size, None, self.test, node, least)
         _log_split(node, data, hp, time.perf_counter() - start_time, _passes(self.root) - passes, False)
-        return self.candidate(_with_sides(hp, data))
-
-    def _core(self, data):
-        """The node's rows that its split is found and tested on: in memory, all but its far rows in groups lighter
-        than a cluster (:func:`~lowdens_dask.backend.memory.far_rows`), which the split then routes as any other."""
-        if data.chunked or data.spread is not None or data.sample is not None:
-            return data
-        far = far_rows(data.X, data.weights, self.least_cluster)
-        return data if far is None else data.take(~far)
+        return self.candidate(hp)
 
     def prefetch(self, nodes: dict, eager: bool) -> dict:
         if (eager or self.room_for_both) and all(self._in_memory_tasks(data) for data in nodes.values()):
@@ -167,7 +158,9 @@ class HyperplaneSplitter(SplitterBase):
 
     def _in_tasks(self, nodes: dict) -> dict:
         start, passes = time.perf_counter(), _passes(self.root)
-        found = _split_in_tasks(self.method, self.params, self.min_size, nodes, self.token, self.test)
+        found = _split_in_tasks(
+            self.method, self.params, self.min_size, nodes, self.token, self.test, self.least_cluster
+        )
         for node, data in nodes.items():
             _log_split(node, data, found[node], time.perf_counter() - start, _passes(self.root) - passes, True)
         return {node: self.candidate(hp) for node, hp in found.items()}
@@ -290,7 +283,7 @@ def _to_original(hp: Hyperplane, frame: Frame) -> Hyperplane:
     return hp._replace(v=v, b=b)
 
 
-def _split_in_tasks(method, params, min_size, nodes: dict, token, test) -> dict:
+def _split_in_tasks(method, params, min_size, nodes: dict, token, test, least_cluster=0.0) -> dict:
     """Split the given leaves at once, each restart of each leaf a named Dask task.
 
     Chunked leaves enter the graph as the task that gathers their rows from the chunks (one worker holds
@@ -312,8 +305,9 @@ def _split_in_tasks(method, params, min_size, nodes: dict, token, test) -> dict:
     jobs = [(c, j) for c in nodes for j in starts]
     tasks = [
         _split_task(
-            method, data[c], params, min_size, j, test, c, dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}"
-        )
+            method, data[c], params, min_size, j, test, c, least_cluster,
+            dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}",
+        )  # fmt: skip
         for c, j in jobs
     ]
     literal = sum(leaves[c].X.nbytes for c in nodes if not leaves[c].chunked)
@@ -328,11 +322,29 @@ def _n_starts(method: str, params: dict, n_features: int) -> int:
     return get_index(method).n_starts(n_features) if params.get("v0") is None else 1
 
 
-def _best_split(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
-    return _combine([_split_from_start(method, data, params, min_size, start, test, node)], method, test)
+def _best_split(method, data, params, min_size, start, test=None, node=0, least_cluster=0.0) -> Hyperplane | None:
+    return _combine([_split_from_start(method, data, params, min_size, start, test, node, least_cluster)], method, test)
 
 
-def _split_from_start(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
+def core_rows(data, least_cluster: float):
+    """The node's rows that its split is found and tested on: in memory, all but its far rows in groups lighter than
+    a cluster (:func:`~lowdens_dask.backend.memory.far_rows`), which the split then routes as any other."""
+    if data.chunked or data.spread is not None or data.sample is not None:
+        return data
+    far = far_rows(data.X, data.weights, least_cluster)
+    return data if far is None else data.take(~far)
+
+
+def _split_from_start(method, data, params, min_size, start, test=None, node=0, least_cluster=0.0):
+    """:func:`_split_of_core` on the node's rows but their far rows (:func:`core_rows`), each start's split with the
+    weight of its lighter side among all the node's rows (in memory)."""
+    hp = _split_of_core(method, core_rows(data, least_cluster), params, min_size, start, test, node)
+    if hp is None or data.chunked:
+        return hp
+    return _with_sides(hp, data)._replace(per_start=tuple(_with_sides(s, data) for s in hp.per_start))
+
+
+def _split_of_core(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
     """The node's split from one restart (all restarts if ``start`` is None), or None if the node is too
     small to split. With ``test``, every start's split is tested on the node's rows (:func:`rows_to_test`) against
     the pursued null (:func:`~lowdens_dask.pursuit.significance.pursued_test`); without rows to test on (a
