@@ -314,9 +314,11 @@ def test_effective_size_of_weighted_rows():
     assert effective_size(InMemoryData(X[:2], np.array([250.0, 250.0]))) == LEAST_TEST_SIZE
     assert effective_size(InMemoryData(X[:2], np.array([1.0, 2.0]))) == 3.0
     assert effective_size(InMemoryData(X[:3], np.array([1000.0, 1.0, 0.0]))) == LEAST_TEST_SIZE
+    assert effective_size(InMemoryData(X, np.r_[1000.0, np.ones(299)])) == 300  # a heavy row counts once
     heavy = InMemoryData(np.random.default_rng(0).normal(size=(300, 2)), np.r_[1000.0, np.ones(299)])
-    assert effective_size(heavy) == LEAST_TEST_SIZE  # Kish: the heavy row's point mass is most of the weight
-    assert effective_size(records(heavy)) == 300  # the test reads the records, each once
+    assert np.all(records(heavy).weights == 1.0)  # counts of copies: the test reads the records, each once
+    faded = InMemoryData(heavy.X, np.r_[0.1 * np.ones(150), np.ones(150)])
+    np.testing.assert_array_equal(records(faded).weights, faded.weights)  # other weights shape the distribution
     assert effective_size(records(InMemoryData(X))) == LEAST_TEST_SIZE  # one record seen 300 times: a point mass
 
 

@@ -11,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score
 from lowdens_dask import DePDDP, MCClustering, MDHClustering, NCutClustering
 from lowdens_dask.backend import InMemoryData
 from lowdens_dask.backend.memory import RECORD_RESOLUTION, far_rows, merge_records, robust_scale
-from lowdens_dask.pursuit.significance import LEAST_TEST_SIZE, effective_size, merged
+from lowdens_dask.pursuit.significance import effective_size, records
 
 
 @pytest.fixture(autouse=True)
@@ -54,18 +54,18 @@ def test_merge_records_grid_does_not_chain_a_dense_line():
     assert w.sum() == x.shape[0] and w.max() <= 11
 
 
-def test_effective_size_is_kish_and_ignores_how_a_weight_is_split():
+def test_records_read_counts_once_and_ignore_how_a_count_is_split():
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 2))
-    assert effective_size(InMemoryData(X)) == 300
-    assert effective_size(InMemoryData(X, np.full(300, 5.0))) == pytest.approx(300)
     w = np.where(rng.random(300) < 0.1, rng.integers(2, 20, 300), 1).astype(float)
-    assert effective_size(InMemoryData(X, w)) == pytest.approx(w.sum() ** 2 / (w @ w))
-    assert effective_size(InMemoryData(X[:2], np.array([250.0, 250.0]))) == LEAST_TEST_SIZE
+    assert effective_size(records(InMemoryData(X, w))) == 300
     # a row of weight w and the same row written as copies whose weights sum to w are the same records
-    split = InMemoryData(np.vstack([X, np.repeat(X[:10], 3, axis=0)]), np.r_[w, np.full(30, 0.5)])
-    whole = InMemoryData(X, np.r_[w[:10] + 1.5, w[10:]])
-    assert effective_size(merged(split)) == pytest.approx(effective_size(merged(whole)))
+    split = InMemoryData(np.vstack([X, np.repeat(X[:10], 3, axis=0)]), np.r_[w, np.ones(30)])
+    whole = InMemoryData(X, np.r_[w[:10] + 3, w[10:]])
+    for rows in (split, whole):
+        tested = records(rows)
+        np.testing.assert_array_equal(tested.X, X)
+        assert np.all(tested.weights == 1.0)
 
 
 # ---------------------------------------------------------------- far rows

@@ -165,34 +165,33 @@ def merged(rows, step=None):
 
 
 def records(rows, step=None):
-    """The records the test reads in ``rows``: each distinct record once, unweighted (:func:`merged`, then weights
-    of 1). A record's copies, exact or jittered, and its frequency weight say how often it was seen, not that more
-    observations lie there: the evidence for a split is the records on either side of it, so that copies, near-copies
-    and weights (``sample_weight``, repeated rows, a re-export's rounding noise) change no decision. The pursuit
-    still weighs the rows (the hyperplane it finds is that of the weighted density), and so does a split's least
-    size. Fewer than :data:`LEAST_TEST_SIZE` records keep their weights (a few heavy records are point masses: two
-    far-apart rows seen 250 times each are two clusters). Summaries (``spread``: microclusters, whose weights count
-    distinct rows) are unchanged."""
+    """The records the test reads in ``rows`` (:func:`merged`). Frequency weights (whole numbers: a record's copies,
+    exact or jittered, repeated rows, an integer ``sample_weight``) say how often a record was seen, not that more
+    observations lie there, so each record counts once, unweighted: the evidence for a split is the records on either
+    side of it, and copies, near-copies and counts change no decision. Other weights (a summary's sample rows, which
+    ``decay`` fades; fractional ``sample_weight``) keep shaping the distribution, each row counted once
+    (:func:`effective_size`). The pursuit still weighs the rows (the hyperplane it finds is that of the weighted
+    density), and so does a split's least size. Fewer than :data:`LEAST_TEST_SIZE` records keep their weights (a few
+    heavy records are point masses: two far-apart rows seen 250 times each are two clusters). Summaries (``spread``:
+    microclusters, whose weights count distinct rows) are unchanged."""
     if rows.spread is not None:
         return rows
     rows = merged(rows, step)
-    return rows if rows.n_samples < LEAST_TEST_SIZE or np.all(rows.weights == 1.0) else type(rows)(rows.X)
+    w = rows.weights
+    if rows.n_samples < LEAST_TEST_SIZE or np.all(w == 1.0) or not np.all(w == np.round(w)):
+        return rows
+    return type(rows)(rows.X)
 
 
 def effective_size(data) -> float:
-    """The number of rows the test counts for ``data``: Kish's effective sample size of the weights,
-    ``(sum w)^2 / sum w^2``, the size of an unweighted sample whose mean is as variable as the weighted rows' (Kish,
-    *Survey Sampling*, 1965, §11.7). Rows of equal weight count once each (``fit(np.repeat(X, r, 0))`` is tested as
-    ``fit(X)``), and rows recorded unevenly often count less than their number, as the spread of their empirical
-    distribution is that of fewer rows: a uniform square with a tenth of its rows recorded 2-19 times is one cluster
-    at its effective size, dozens of modes at its number of rows. At least :data:`LEAST_TEST_SIZE` where the weights
-    hold that many rows (a few heavy rows are point masses)."""
+    """The number of rows the test counts for ``data``: its rows, each once whatever its weight, but at least
+    :data:`LEAST_TEST_SIZE` where the weights hold that many rows (a few heavy rows are point masses). The weights
+    still shape the distribution tested (:func:`records`: whole-number weights are counts of copies, and the test
+    reads those records unweighted)."""
     w = data.weights
     if np.all(w == 1.0):
         return float(data.n_samples)
-    square = float(w @ w)
-    kish = float(w.sum()) ** 2 / square if square > 0 else 0.0
-    return max(kish, min(float(w.sum()), LEAST_TEST_SIZE))
+    return max(float(np.count_nonzero(w > 0)), min(float(w.sum()), LEAST_TEST_SIZE))
 
 
 def held_out_test(data, v: np.ndarray) -> dict:

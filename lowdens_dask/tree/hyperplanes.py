@@ -107,9 +107,11 @@ class HyperplaneSplitter(SplitterBase):
         )
         self.row_leaves = {} if self.refine is None else {0: self.refine.rows}
         self.room_for_both = self.parallel >= 2 * _n_starts(self.method, self.params, root.n_features)
-        if self.test is not None and not chunked:  # chunked rows: each node's own grid (no pass for the root's)
-            # the grid of the root's rows but its far rows (an outlier off the grid ungrids no column)
+        if self.test is not None:
+            # the grid and record steps of the root's rows but its far rows (an outlier off the grid ungrids no
+            # column); chunked rows: of the root's sample (one pass), so that every mode reads the same grid
             self.test = self.test.with_grid(core_rows(rows_to_test(root, self.test.seed), self.least_cluster))
+        if self.test is not None and not chunked:
             # a summary whose sample holds every row it summarised (fewer than the sample's size): memory-sized
             # data, whose nodes are pursued on their rows, as in memory; beyond, on the microclusters
             sample = root.sample
@@ -328,8 +330,9 @@ def _best_split(method, data, params, min_size, start, test=None, node=0, least_
 
 def core_rows(data, least_cluster: float):
     """The node's rows that its split is found and tested on: in memory, all but its far rows in groups lighter than
-    a cluster (:func:`~lowdens_dask.backend.memory.far_rows`), which the split then routes as any other."""
-    if data.chunked or data.spread is not None or data.sample is not None:
+    a cluster (:func:`~lowdens_dask.backend.memory.far_rows`), which the split then routes as any other; ``data``
+    itself otherwise (None: a summary without a sample)."""
+    if data is None or data.chunked or data.spread is not None or data.sample is not None:
         return data
     far = far_rows(data.X, data.weights, least_cluster)
     return data if far is None else data.take(~far)
