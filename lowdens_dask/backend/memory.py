@@ -41,7 +41,12 @@ def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
     """Rows repeated exactly merged into one row each, whose weight is the sum of theirs (weights are frequencies),
     in the order of their first occurrence: ``(rows, weights)``, ``X`` and ``weights`` themselves when no row repeats.
     ``np.repeat(X, r, 0)`` and ``X`` with weights ``r`` give the same rows and weights, hence the same fit."""
-    groups = _groups(X)
+    return _merged(X, weights, _groups(X))
+
+
+def _merged(X: np.ndarray, weights: np.ndarray, groups) -> tuple[np.ndarray, np.ndarray]:
+    """Each group of :func:`_groups` as its first row, of the group's total weight; ``X`` and ``weights`` themselves
+    when ``groups`` is None."""
     if groups is None:
         return X, weights
     first, rank = groups
@@ -52,7 +57,10 @@ def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
 #: record. Far below any bandwidth (MDH's is about 0.1-0.5 of a scale) or spacing of distinct observations, far
 #: above the jitter a float round trip or a re-export adds (1e-16-1e-9 of a value).
 RECORD_RESOLUTION = 1e-4
+#: :func:`merge_records`: the cells' edges lie this share of a step (the golden ratio's) off the columns' least value.
 GRID_OFFSET = (3 - 5**0.5) / 2
+#: :func:`robust_scale` reads its quantiles on at most this many rows, drawn at random.
+SCALE_SAMPLE = 20_000
 
 
 def robust_scale(X: np.ndarray) -> np.ndarray:
@@ -61,6 +69,8 @@ def robust_scale(X: np.ndarray) -> np.ndarray:
     of one value and a few others, or of one value jittered); 1 for a constant column."""
     if X.shape[0] == 0:
         return np.ones(X.shape[1])
+    if X.shape[0] > SCALE_SAMPLE:  # quantiles of a random sample of the rows: a scale, not an exact statistic
+        X = X[np.random.default_rng(0).choice(X.shape[0], SCALE_SAMPLE, replace=False)]
     q01, q25, q75, q99 = np.quantile(X, [0.01, 0.25, 0.75, 0.99], axis=0)
     scale = np.maximum.reduce([(q75 - q25) / 1.349, (q99 - q01) / 4.65, 1e-3 * X.std(axis=0)])
     return np.where(scale > 0, scale, 1.0)
@@ -68,25 +78,20 @@ def robust_scale(X: np.ndarray) -> np.ndarray:
 
 def merge_records(X: np.ndarray, weights: np.ndarray, step=None):
     """Rows that are copies of one record, exact or within one cell of a grid whose ``step`` per column is by default
-    :data:`RECORD_RESOLUTION` of each column's :func:`robust_scale`, merged into the first of them, their weights summed: ``(rows, weights)``, ``X`` and
-    ``weights`` themselves when every row is its own record. What the significance of a split counts
-    (:mod:`lowdens_dask.pursuit.significance`): a record seen again, or re-exported with rounding noise, is one
-    observation of frequency weight, not a mode. A grid (not a distance graph) so that no chain of close rows merges
-    a dense region into one record."""
+    :data:`RECORD_RESOLUTION` of each column's :func:`robust_scale`, merged into the first of them, their weights
+    summed: ``(rows, weights)``, ``X`` and ``weights`` themselves when every row is its own record. What the
+    significance of a split counts (:mod:`lowdens_dask.pursuit.significance`): a record seen again, or re-exported
+    with rounding noise, is one observation of frequency weight, not a mode. A grid (not a distance graph) so that no
+    chain of close rows merges a dense region into one record."""
     if X.shape[0] < 2:
         return X, weights
-    exact = _groups(X)
-    if exact is not None:  # exact copies first (the common case of duplicated records): fewer cells to compare
-        X, weights = np.ascontiguousarray(X[exact[0]]), np.bincount(exact[1], weights=weights, minlength=exact[0].size)
+    if step is None:  # the scale of the records: exact copies merged first
+        X, weights = merge_duplicates(X, weights)
+        step = RECORD_RESOLUTION * robust_scale(X)
     # the cells' edges a golden-ratio share of a step off the columns' least value: values recorded on a grid (whole
     # numbers, fixed decimals) lie inside cells, not on their edges, where jitter would split their copies
-    step = RECORD_RESOLUTION * robust_scale(X) if step is None else np.asarray(step, dtype=np.float64)
-    cells = np.floor((X - X.min(axis=0)) / step + GRID_OFFSET)
-    groups = _groups(cells)
-    if groups is None:
-        return X, weights
-    first, rank = groups
-    return np.ascontiguousarray(X[first]), np.bincount(rank, weights=weights, minlength=first.size)
+    cells = np.floor((X - X.min(axis=0)) / np.asarray(step, dtype=np.float64) + GRID_OFFSET)
+    return _merged(X, weights, _groups(cells))
 
 
 #: :func:`merge_near_copies`: rows nearer to another row than this share of the rows' median distance to their
@@ -158,7 +163,8 @@ def far_rows(X: np.ndarray, weights: np.ndarray, least: float) -> np.ndarray | N
     offset = X - np.median(probe, axis=0)
     distance = np.sqrt(np.einsum("ij,ij->i", offset, offset))
     most = min(FAR_MOST, n // 2)
-    order = np.argsort(distance)[::-1][: most + 1]  # the farthest rows, farthest first
+    farthest = np.argpartition(distance, n - most - 1)[n - most - 1 :]
+    order = farthest[np.argsort(distance[farthest])[::-1]]  # the most + 1 farthest rows, farthest first
     top = distance[order]
     inner = top[1:]
     ratio = np.divide(top[:-1], inner, out=np.zeros(inner.size), where=inner > 0)  # ratio[k]: row k+1 against k+2

@@ -384,13 +384,32 @@ def effective_dimension(method: str, rows, n: float) -> float:
     return float(max(r * n / (n + r), 1.0)) if r else 1.0
 
 
+#: The last rows :func:`prepared` read, with their key and result: :func:`null_applies` and :func:`tests_on_rows`
+#: read a node's rows one after the other (one tuple, replaced whole: safe across threads).
+_LAST_PREPARED: tuple | None = None
+
+
+def prepared(rows, test: SplitTest):
+    """``(tested, n)``: the records of ``rows`` (:func:`records` at ``test.record_step``) with gridded columns
+    dequantized (:func:`dequantized` by ``test.grid``, from ``test.seed``), and their number counted before
+    dequantizing (:func:`effective_size`): what :func:`null_applies` and :func:`tests_on_rows` read, computed once a
+    node."""
+    global _LAST_PREPARED
+    key = (test.record_step, test.seed, test.grid)
+    last = _LAST_PREPARED
+    if last is not None and last[0] is rows and last[1] == key:
+        return last[2]
+    distinct = records(rows, test.record_step)
+    result = dequantized(distinct, test.seed, test.grid), effective_size(distinct)
+    _LAST_PREPARED = (rows, key, result)
+    return result
+
+
 def tests_on_rows(method: str, rows, directions, test: SplitTest, d_eff: float | None = None) -> list[dict]:
-    """:func:`pursued_test` of each direction on ``rows`` (a node's rows, or the sample of them it is tested on),
-    gridded columns dequantized (:func:`dequantized` by ``test.grid``, from ``test.seed``) and the effective
-    dimension computed once, on the rows tested (``d_eff``, where :func:`null_applies` computed it)."""
-    rows = records(rows, test.record_step)
-    n = effective_size(rows)
-    rows = dequantized(rows, test.seed, test.grid)
+    """:func:`pursued_test` of each direction on ``rows`` (a node's rows, or the sample of them it is tested on), as
+    :func:`prepared` reads them, and the effective dimension computed once, on the rows tested (``d_eff``, where
+    :func:`null_applies` computed it)."""
+    rows, n = prepared(rows, test)
     d_eff = effective_dimension(method, rows, n) if d_eff is None else d_eff
     return [pursued_test(method, rows, v, d_eff, n) for v in directions]
 
@@ -413,9 +432,8 @@ def null_applies(method: str, rows, test: SplitTest) -> float | None:
     no null (with as many effective dimensions as rows, a pursuit finds a bimodal direction in any sample: a
     standard Gaussian of 600 rows in 450 columns was split into 14-16 clusters), and the node is tested by sample
     splitting instead, valid in any dimension."""
-    rows = records(rows, test.record_step)
-    n = effective_size(rows)
-    d_eff = effective_dimension(method, dequantized(rows, test.seed, test.grid), n)
+    rows, n = prepared(rows, test)
+    d_eff = effective_dimension(method, rows, n)
     return d_eff if d_eff <= table_reach(method, n) else None
 
 

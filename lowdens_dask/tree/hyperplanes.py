@@ -107,11 +107,12 @@ class HyperplaneSplitter(SplitterBase):
         )
         self.row_leaves = {} if self.refine is None else {0: self.refine.rows}
         self.room_for_both = self.parallel >= 2 * _n_starts(self.method, self.params, root.n_features)
-        if self.test is not None:
-            # the grid and record steps of the root's rows but its far rows (an outlier off the grid ungrids no
-            # column); chunked rows: of the root's sample (one pass), so that every mode reads the same grid
-            self.test = self.test.with_grid(core_rows(rows_to_test(root, self.test.seed), self.least_cluster))
-        if self.test is not None and not chunked:
+        if self.test is None:
+            return
+        # the grid and record steps of the root's rows but its far rows (an outlier off the grid ungrids no column);
+        # chunked rows: of the root's sample (one pass), so that every mode reads the same grid
+        self.test = self.test.with_grid(core_rows(rows_to_test(root, self.test.seed), self.least_cluster))
+        if not chunked:
             # a summary whose sample holds every row it summarised (fewer than the sample's size): memory-sized
             # data, whose nodes are pursued on their rows, as in memory; beyond, on the microclusters
             sample = root.sample
@@ -224,11 +225,9 @@ class HyperplaneSplitter(SplitterBase):
             self.row_leaves.update(zip(children, cut.extra))
 
 
-def _with_sides(hp: Hyperplane | None, data) -> Hyperplane | None:
-    """``hp`` with the weight of its lighter side among ``data``'s rows in ``stats`` (``smaller_side``; in memory), by
-    which a told K ranks substantial splits first (:func:`~lowdens_dask.tree.grower.grow`)."""
-    if hp is None or data.chunked:
-        return hp
+def _with_sides(hp: Hyperplane, data) -> Hyperplane:
+    """``hp`` with the weight of its lighter side among ``data``'s rows (in memory) in ``stats`` (``smaller_side``),
+    by which a told K ranks substantial splits first (:func:`~lowdens_dask.tree.grower.grow`)."""
     side = data.project(hp.v) >= hp.b
     upper = float(data.weights[side].sum())
     return hp._replace(stats={**hp.stats, "smaller_side": min(upper, float(data.total_weight) - upper)})
@@ -309,7 +308,7 @@ def _split_in_tasks(method, params, min_size, nodes: dict, token, test, least_cl
         _split_task(
             method, data[c], params, min_size, j, test, c, least_cluster,
             dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}",
-        )  # fmt: skip
+        )
         for c, j in jobs
     ]
     literal = sum(leaves[c].X.nbytes for c in nodes if not leaves[c].chunked)
@@ -344,7 +343,9 @@ def _split_from_start(method, data, params, min_size, start, test=None, node=0, 
     hp = _split_of_core(method, core_rows(data, least_cluster), params, min_size, start, test, node)
     if hp is None or data.chunked:
         return hp
-    return _with_sides(hp, data)._replace(per_start=tuple(_with_sides(s, data) for s in hp.per_start))
+    if not hp.per_start:  # the split found on a half: its own
+        return _with_sides(hp, data)
+    return hp._replace(per_start=tuple(_with_sides(s, data) for s in hp.per_start))  # _combine picks among them
 
 
 def _split_of_core(method, data, params, min_size, start, test=None, node=0) -> Hyperplane | None:
