@@ -170,8 +170,8 @@ class SpectralSplitter(SplitterBase):
             d_eff = null_applies(self.method, rows, test)
             if d_eff is not None:
                 return tests_on_rows(self.method, rows, [u], test, d_eff)[0]
-        seed = 0 if self.test is None else self.test.seed
-        return held_out_test(halves(data, seed, node)[1], u)
+        test = self.test or SplitTest(0.0, 0)
+        return held_out_test(halves(data, test.seed, node, test.record_step)[1], u)
 
 
 def least_connected(node: Node, data, found) -> float:
