@@ -279,11 +279,15 @@ def previous_run(runs: RunsStore, identity: dict, latest: Run | None = None) -> 
 
 
 def _figures(estimator) -> dict:
-    """The fit's or update's figures: its counts, the mode it ran in (``fit_mode``; an update: "summary") and the
+    """The fit's or update's figures: its counts, the mode it ran in and why (``fit_mode``, ``fit_mode_reason``; an update: "summary") and the
     rows its root's split was tested on (``test_rows``, the test's resolution; "auto" only)."""
     names = ("n_microclusters_", "n_nonfinite_", "n_passes_")
     figures = {name: int(getattr(estimator, name)) for name in names if hasattr(estimator, name)}
-    figures["fit_mode"] = "summary" if hasattr(estimator, "update_report_") else getattr(estimator, "fit_mode_", None)
+    update = hasattr(estimator, "update_report_")
+    figures["fit_mode"] = "summary" if update else getattr(estimator, "fit_mode_", None)
+    figures["fit_mode_reason"] = "an update merges the new rows' summary" if update else getattr(
+        estimator, "fit_mode_reason_", None
+    )
     if "n_test" in estimator.tree_.root.stats:
         figures["test_rows"] = int(estimator.tree_.root.stats["n_test"])
     return figures

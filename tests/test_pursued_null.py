@@ -178,7 +178,22 @@ def test_summary_mode_tests_each_split_on_the_sample_rows():
 def test_auto_mode_fits_chunked_input_of_memory_size_on_its_rows(monkeypatch):
     X = np.random.default_rng(6).standard_normal((3000, 3))
     model = ld.MDHClustering(n_clusters=2).fit(da.from_array(X, chunks=1000))
-    assert model.fit_mode_ == "exact"
+    assert model.fit_mode_ == "memory" and "read in" in model.fit_mode_reason_
+    np.testing.assert_array_equal(model.labels_.compute(), ld.MDHClustering(n_clusters=2).fit(X).labels_)
     monkeypatch.setattr(ld.MDHClustering, "_auto_summary_rows", 2000)
     assert ld.MDHClustering(n_clusters=2).fit(da.from_array(X, chunks=1000)).fit_mode_ == "summary"
     assert ld.MDHClustering(n_clusters=2).fit(X).fit_mode_ == "summary"
+
+
+def test_auto_mode_fits_chunked_input_over_the_read_budget_in_summary_mode_not_by_passes(monkeypatch):
+    """Issue 52: past the bytes a fit reads into memory, auto takes summary mode (two passes), never exact mode's
+    passes per evaluation; exact mode is taken when asked."""
+    from lowdens_dask.estimators import _params
+
+    X = np.random.default_rng(7).standard_normal((3000, 4))
+    monkeypatch.setattr(_params, "AUTO_READ_BYTES", 3000 * 4 * 8 - 1)
+    model = ld.MDHClustering(n_clusters=2).fit(da.from_array(X, chunks=1000))
+    assert model.fit_mode_ == "summary" and "more than" in model.fit_mode_reason_
+    asked = ld.MDHClustering(n_clusters=2, mode="exact").fit(da.from_array(X, chunks=1000))
+    assert asked.fit_mode_ == "exact" and asked.fit_mode_reason_ == "mode='exact' was asked"
+    assert ld.MDHClustering(n_clusters=2).fit(X).fit_mode_reason_ == "the rows are in memory"

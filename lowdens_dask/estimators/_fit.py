@@ -1,6 +1,6 @@
 """The one fit path of every tree estimator: :class:`TreeClustering`.
 
-``fit`` validates the parameters, decides the mode (:func:`~lowdens_dask.estimators._params.fit_mode`, one rule
+``fit`` validates the parameters, decides the mode (:func:`~lowdens_dask.estimators._params.choose_mode`, one rule
 for every estimator), prepares the rows for it (in memory; the summarising pass of summary mode,
 :mod:`~lowdens_dask.estimators._summary_pass`; a ``ChunkedNode`` of the chunked rows in exact mode; small chunked
 input read into memory), grows the tree (the estimator's ``_grow_rows`` or ``_grow_chunked``: its splitter and rules
@@ -35,9 +35,8 @@ from ._label_pass import store_labels
 from ._params import (
     AUTO_SUMMARY_ROWS,
     check_n_features,
-    fit_mode,
+    choose_mode,
     is_chunked_input,
-    read_into_memory,
     seed_of,
 )
 from ._summary_pass import (
@@ -101,11 +100,11 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     ``(function, args, labels_nonfinite)``, by default the tree's leaves)."""
 
     _method: str
-    #: ``fit_mode``'s rule: in-memory input above this many rows goes to summary mode (None: never)
+    #: ``choose_mode``'s rule: in-memory input above this many rows goes to summary mode (None: never)
     _auto_summary_rows: int | None = AUTO_SUMMARY_ROWS
-    #: ``fit_mode``'s rule: the mode of chunked input under mode="auto"
+    #: ``choose_mode``'s rule: the mode of chunked input under mode="auto"
     _auto_chunked_mode = "summary"
-    #: ``fit_mode``'s rule: whether chunked input can be fitted exactly (else in summary mode)
+    #: ``choose_mode``'s rule: whether chunked input can be fitted exactly (else in summary mode)
     _exact_on_chunks = True
     #: whether :meth:`partial_fit` updates a fitted tree
     _updatable = False
@@ -121,6 +120,13 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         state = dict(super().__getstate__())
         state.pop("_rows_fitted", None)
         return state
+
+    def __copy__(self) -> TreeClustering:
+        """A shallow copy: every attribute shared, the fitted rows included, so that the copy's next update continues
+        the fitted tree (``copy.copy`` would otherwise go through :meth:`__getstate__`, which leaves the rows out)."""
+        copied = type(self).__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        return copied
 
     def __deepcopy__(self, memo: dict) -> TreeClustering:
         """A deep copy of every attribute but the fitted rows, which the copy references as the estimator does
@@ -178,8 +184,10 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         check_scale_out_params(self)
         for name in _FORGOTTEN:
             self.__dict__.pop(name, None)
-        mode = self.fit_mode_ = fit_mode(self, X, sample_weight)
-        if mode == "memory":
+        mode, self.fit_mode_reason_ = choose_mode(self, X, sample_weight)
+        self.fit_mode_ = mode
+        chunked = is_chunked_input(X)
+        if mode == "memory" and not chunked:
             return self._fit_in_memory(X, sample_weight)
         if sample_weight is not None:
             where = (
@@ -189,7 +197,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         if mode == "exact":
             self._check_chunked()
         self._fit_chunks(X, mode)
-        if mode == "exact" and self._updatable:
+        if mode != "summary" and self._updatable:
             self._rows_fitted = (X, None)  # summarised when the first update comes
         return self
 
@@ -199,7 +207,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         chunked = is_chunked_input(X)
         arr = as_chunked(self, X) if mode == "summary" else as_dask_array(X, storage_options=self.storage_options)
         check_worker_memory(chunk_bytes(arr))
-        if is_small_input(arr) or mode == "exact" and read_into_memory(self, arr):
+        if is_small_input(arr) or mode == "memory":
             self._fit_small_input(arr, chunked, summary=mode == "summary")
         elif mode == "summary":
             self._fit_summary(arr, chunked)
@@ -218,7 +226,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         return self
 
     def _fit_small_input(self, arr, chunked: bool, summary: bool) -> None:
-        """Small chunked input (``is_small_input``; in exact mode under ``mode="auto"``, ``read_into_memory``), read
+        """Small chunked input (``is_small_input``), or chunked input that ``mode="auto"`` fits in memory, read
         into memory in one pass and fitted as rows."""
         start = _clock()
         rows, weights, n_nonfinite = read_small_input(self, arr)
@@ -397,9 +405,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             rows, weights, n_nonfinite = read_small_input(self, arr, update=True)
             new = rows_summary(rows, weights, arr.shape[0])
         else:
-            seed = np.random.default_rng(
-                [seed_of(self.random_state), self.tree_.update + 1]
-            )
+            seed = np.random.default_rng([seed_of(self.random_state), self.tree_.update + 1])
             done = summarise(self, arr, int(seed.integers(2**31 - 1)), update=True)
             new, n_nonfinite = done.summary, done.n_nonfinite
         summarised = _clock()

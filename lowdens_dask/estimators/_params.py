@@ -1,5 +1,5 @@
 """The scale-out parameters, declared once: their docstring (:data:`SCALE_OUT_DOC`) and the one rule of
-``mode="auto"`` (:func:`fit_mode`); their constraints are in :mod:`._constraints`."""
+``mode="auto"`` (:func:`choose_mode`); their constraints are in :mod:`._constraints`."""
 
 # SPDX-License-Identifier: BSD-3-Clause
 
@@ -16,7 +16,7 @@ from .._warnings import warn
 from ..backend import as_dask_array
 from ..backend.workers import default_max_node_bytes
 
-#: With mode="auto", in-memory arrays with more rows than this are fitted in summary mode (the default of
+#: With mode="auto", input with more rows than this is fitted in summary mode (the default of
 #: :attr:`~lowdens_dask.estimators._fit.TreeClustering._auto_summary_rows`).
 AUTO_SUMMARY_ROWS = 2_000_000
 
@@ -32,67 +32,81 @@ def is_chunked_input(X) -> bool:
     return isinstance(X, (da.Array, str, os.PathLike, zarr.Array))
 
 
-#: ``mode="auto"``: chunked input fitted in exact mode that takes at most this many bytes as float64 is read into
-#: memory in one pass and fitted there (the tree an in-memory fit grows), instead of by passes over its chunks.
+#: ``mode="auto"``: chunked input of at most this many bytes as float64 (and at most ``_auto_summary_rows`` rows) is
+#: read into memory in one pass and fitted there, as an array is; larger chunked input is fitted in summary mode. A
+#: fit in memory costs about a pass of the rows per evaluation, so past this size summary mode (two passes) is the
+#: cheaper of the two by far; exact mode by passes over the chunks costs two passes per evaluation and is taken only
+#: when asked (``mode="exact"``).
 AUTO_READ_BYTES = 256 * 2**20
 
 
-def read_into_memory(est, arr: da.Array) -> bool:
-    """Whether an exact-mode fit of the chunked ``arr`` reads it into memory (:data:`AUTO_READ_BYTES`, ``mode="auto"``
-    only: ``mode="exact"`` makes passes over the chunks, and so does MSC, whose chunked fit is by landmarks)."""
-    n, d = arr.shape
-    small = math.isfinite(n) and n * d * 8 <= AUTO_READ_BYTES
-    return est.mode == "auto" and est._auto_chunked_mode == "summary" and small
+def _mib(n_bytes: float) -> str:
+    return f"{n_bytes / 2**20:,.0f} MiB"
+
+
+def choose_mode(est, X, sample_weight=None) -> tuple[str, str]:
+    """How ``est`` fits ``X`` and why: ``(mode, reason)``, where mode is ``"memory"`` (rows in memory, or chunked
+    rows read into memory in one pass), ``"summary"`` or ``"exact"`` (passes over the chunked rows).
+
+    The one rule of ``mode="auto"``, for every estimator, by cost: rows that are in memory, or that take at most
+    :data:`AUTO_READ_BYTES` (256 MiB as float64) in a Dask array or zarr store, are fitted in memory up to
+    ``_auto_summary_rows`` rows (2 million; SVM-relabel: 20,000; MSC: no limit); other input (larger, or chunked of
+    unknown size) in ``_auto_chunked_mode`` (summary mode; MSC: exact mode, by landmarks over the chunks). In-memory
+    input with ``sample_weight`` stays in memory. ``mode="exact"`` fits chunked input by passes over its chunks where
+    the estimator can (SVM-relabel cannot: summary mode), and in-memory input in memory. No size makes one more
+    row cost more than a step down to a cheaper mode: every switch is from memory to summary mode."""
+    chunked = is_chunked_input(X)
+    mode = est.mode
+    if mode != "auto":
+        if mode == "exact" and chunked and not est._exact_on_chunks:
+            return "summary", f"mode='exact' was asked; {type(est).__name__} has no exact mode on chunked input"
+        if mode == "exact" and not chunked:
+            return "memory", "mode='exact' was asked; the rows are in memory"
+        return mode, f"mode={mode!r} was asked"
+    shape = getattr(X, "shape", None)
+    if isinstance(X, (str, os.PathLike)):  # a zarr store: its shape from its metadata
+        shape = as_dask_array(X, storage_options=est.storage_options).shape
+    limit = est._auto_summary_rows
+    known = shape is not None and len(shape) == 2 and math.isfinite(shape[0])
+    if not known:  # input that is no 2-D array gets fit's own error in memory
+        return ("summary", "the number of rows is unknown") if chunked else ("memory", "the rows are in memory")
+    n, d = shape
+    over = limit is not None and n > limit
+    if not chunked:
+        if over and sample_weight is None:
+            return "summary", f"{n:,} rows are more than {limit:,}"
+        if over:
+            return "memory", f"{n:,} rows are more than {limit:,}, but summary mode takes no sample_weight"
+        return "memory", "the rows are in memory"
+    if not est._exact_on_chunks or est._auto_chunked_mode != "summary":
+        large = est._auto_chunked_mode if est._exact_on_chunks else "summary"
+        return large, f"{type(est).__name__} fits chunked input in {large} mode"
+    if over:
+        return "summary", f"{n:,} rows are more than {limit:,}"
+    if n * d * 8 > AUTO_READ_BYTES:
+        return "summary", f"{n:,} x {d} rows take {_mib(n * d * 8)} as float64, more than {_mib(AUTO_READ_BYTES)}"
+    return "memory", f"{n:,} x {d} rows take {_mib(n * d * 8)} as float64, at most {_mib(AUTO_READ_BYTES)}: read in"
 
 
 def fit_mode(est, X, sample_weight=None) -> str:
-    """How ``est`` fits ``X``: ``"memory"`` (rows in memory), ``"summary"`` or ``"exact"`` (chunked rows).
-
-    The one rule of ``mode="auto"``, for every estimator: input of at most ``_auto_summary_rows`` rows (2
-    million; SVM-relabel: 20,000; MSC: no limit) is fitted on its rows, in memory, or in exact mode (passes over
-    the chunks; read into memory in one pass up to :data:`AUTO_READ_BYTES`) when it is chunked (Dask arrays, zarr
-    stores) and the estimator can (``_exact_on_chunks``); larger
-    input, chunked input whose size is unknown, and chunked input of an estimator without exact mode is fitted
-    in ``_auto_chunked_mode`` (summary mode; MSC: exact mode, by landmarks), in-memory input with
-    ``sample_weight`` in memory. ``mode="exact"`` fits chunked input by passes over its chunks where the
-    estimator can (SVM-relabel cannot: summary mode), and in-memory input in memory. Each estimator's exceptions
-    are written in its docstring."""
-    chunked = is_chunked_input(X)
-    mode = est.mode
-    if mode == "auto":
-        shape = getattr(X, "shape", None)
-        if isinstance(X, (str, os.PathLike)):  # a zarr store: its shape from its metadata
-            shape = as_dask_array(X, storage_options=est.storage_options).shape
-        limit = est._auto_summary_rows
-        known = shape is not None and len(shape) == 2 and math.isfinite(shape[0])
-        if chunked:  # unknown size counts as large
-            large = limit is not None and (not known or shape[0] > limit)
-            mode = "exact" if not large and est._exact_on_chunks else est._auto_chunked_mode
-        else:  # input that is no 2-D array gets fit's own error in memory
-            large = limit is not None and known and shape[0] > limit
-            mode = "summary" if large and sample_weight is None else "exact"
-    if mode == "exact" and chunked and not est._exact_on_chunks:
-        mode = "summary"
-    return "memory" if mode == "exact" and not chunked else mode
+    """How ``est`` fits ``X``: ``"memory"``, ``"summary"`` or ``"exact"`` (:func:`choose_mode` has the rule)."""
+    return choose_mode(est, X, sample_weight)[0]
 
 
 def auto_mode_rule(est) -> str:
-    """The rule of ``mode="auto"`` for ``est``, in words (:func:`fit_mode`; ``lowdens params`` prints it)."""
+    """The rule of ``mode="auto"`` for ``est``, in words (:func:`choose_mode`; ``lowdens params`` prints it)."""
     limit = est._auto_summary_rows
-    memory = (
-        "in memory" if limit is None else f"in memory up to {limit:,} rows (summary mode above, without sample_weight)"
-    )
-    large = "summary mode" if est._auto_chunked_mode == "summary" else "exact mode (passes over the chunks)"
-    if not est._exact_on_chunks:
-        chunked = f"{large}; no exact mode on chunked input (mode='exact' fits it in summary mode)"
-    elif limit is None or est._auto_chunked_mode != "summary":
-        chunked = "exact mode (passes over the chunks)"
+    rows = "" if limit is None else f" up to {limit:,} rows"
+    if not est._exact_on_chunks or est._auto_chunked_mode != "summary":
+        large = est._auto_chunked_mode if est._exact_on_chunks else "summary"
+        chunked = f"Dask arrays and zarr stores in {large} mode"
     else:
         chunked = (
-            f"exact mode up to {limit:,} rows (read into memory up to {AUTO_READ_BYTES // 2**20} MiB, else passes over "
-            "the chunks), summary mode above or when their size is unknown"
+            f"Dask arrays and zarr stores of at most {_mib(AUTO_READ_BYTES)} as float64 read into memory in one pass"
+            f"{rows}, larger ones in summary mode (exact mode by passes over the chunks only with mode='exact')"
         )
-    return f"arrays {memory}; Dask arrays and zarr stores in {chunked}"
+    above = "" if limit is None else ", summary mode above (without sample_weight)"
+    return f"arrays in memory{rows}{above}; {chunked}"
 
 
 def max_node_bytes(est) -> float:
@@ -115,10 +129,11 @@ def check_n_features(est, X) -> None:
 #: The scale-out parameters' documentation, shared by every estimator's docstring (where the docstring says
 #: ``{scale_out}``; :func:`with_scale_out_doc`).
 SCALE_OUT_DOC = """    mode : {"auto", "exact", "summary"}, default="auto"
-        How the rows are fitted (:func:`~lowdens_dask.estimators._params.fit_mode` has the rule). "auto" fits
-        in-memory arrays of up to 2 million rows exactly, and larger ones, Dask arrays and zarr stores in summary
-        mode; "exact" fits every input exactly (Dask and zarr input by chunk-map and tree-reduce passes over the
-        rows, with the in-memory result); "summary" forces summary mode
+        How the rows are fitted (:func:`~lowdens_dask.estimators._params.choose_mode` has the rule; ``fit_mode_``
+        and ``fit_mode_reason_`` record it). "auto" picks by cost: arrays of up to 2 million rows, and Dask arrays
+        and zarr stores of at most 256 MiB as float64 (read into memory in one pass), are fitted in memory; larger
+        input in summary mode. "exact" fits every input exactly (Dask and zarr input by chunk-map and tree-reduce
+        passes over the rows, two per evaluation, with the in-memory result); "summary" forces summary mode
         (:mod:`lowdens_dask.estimators._summary_pass`). Small input, at most 256 rows (``SMALL_INPUT_ROWS``), is
         read into memory in one pass and fitted on its rows in every mode, with the tree and labels of the numpy
         array's fit (its summary would have too few microclusters to place a split); ``labels_`` is still a Dask

@@ -120,7 +120,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     n_features_in_ : int
     """
 
-    #: :func:`~lowdens_dask.estimators._params.fit_mode`'s rule, as for the tree estimators
+    #: :func:`~lowdens_dask.estimators._params.choose_mode`'s rule, as for the tree estimators
     _auto_summary_rows = AUTO_SUMMARY_ROWS
     _auto_chunked_mode = "summary"
     _exact_on_chunks = False  # chunked input is fitted in summary mode (mode='exact' refuses it)
