@@ -320,8 +320,9 @@ def _cli_words(message: str, pairs: list[str]) -> str:
         message = f"--param {name.group(1)}={given[name.group(1)]}: " + re.sub(
             r"; got .*$", ".", message[len(name.group(1)) + 1 :]
         )
-    message = re.sub(r"\bn_clusters\b", "--n-clusters", message)
-    return re.sub(r"\b(\w+)='([^']*)'", r"--param \1=\2", message)
+    message = re.sub(r"\bn_clusters='([^']*)'", r"--n-clusters \1", message)
+    message = re.sub(r"(?<![\w-])(\w+)='([^']*)'", r"--param \1=\2", message)
+    return re.sub(r"(?<!['\w])n_clusters\b(?!')", "--n-clusters", message)
 
 
 def _first_nonfinite(X) -> tuple[int, int]:

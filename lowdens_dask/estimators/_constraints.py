@@ -43,12 +43,20 @@ def check_scale_out_values(params: Mapping[str, object], owner: str) -> None:
 
 
 def check_scale_out_params(est) -> None:
-    """Check the scale-out parameters ``est`` has against :data:`SCALE_OUT_CONSTRAINTS`."""
-    check_scale_out_values(est.get_params(deep=False), type(est).__name__)
+    """Check the scale-out parameters ``est`` has against :data:`SCALE_OUT_CONSTRAINTS`, and its boolean
+    parameters (:data:`BOOLEAN_PARAMS`): True or False, never a value that merely reads as one."""
+    params = est.get_params(deep=False)
+    check_scale_out_values(params, type(est).__name__)
+    check_method_values({name: params[name] for name in BOOLEAN_PARAMS if name in params}, type(est).__name__)
 
 
 def _real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _boolean(value) -> bool:
+    """True or False (numpy's booleans included), not a string such as "False" that is truthy."""
+    return isinstance(value, bool) or (type(value).__name__ == "bool_" and getattr(value, "ndim", 0) == 0)
 
 
 def _alphas(value) -> bool:
@@ -68,6 +76,8 @@ BANDWIDTH_RANGE = (1e-100, 1e100)
 #: ``_check_params`` (their messages say the same, and may say more); ``tests/test_reliability_round4.py`` fits
 #: each method that takes a parameter with values this table refuses and accepts, so that the two cannot drift.
 METHOD_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "standardize": (_boolean, "must be True or False (on the command line: true or false)"),
+    "force_n_clusters": (_boolean, "must be True or False (on the command line: true or false)"),
     "bandwidth": (
         lambda v: v is None or v == "silverman" or (_real(v) and BANDWIDTH_RANGE[0] <= v <= BANDWIDTH_RANGE[1]),
         f"must be None, 'silverman', a callable or a number in [{BANDWIDTH_RANGE[0]:g}, {BANDWIDTH_RANGE[1]:g}] "
@@ -97,6 +107,10 @@ METHOD_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
         "must be a share of the rows in [0, 1) or a number of rows >= 1",
     ),
 }
+
+
+#: The parameters that take True or False, checked in every fit (:func:`check_scale_out_params`).
+BOOLEAN_PARAMS = ("standardize", "force_n_clusters")
 
 
 def check_method_values(params: Mapping[str, object], owner: str) -> None:

@@ -271,6 +271,10 @@ def gather_window(p, w, lo, hi, idx, pw, ww):
 
 #: Spacing, in bandwidths, of the fine grid on which :func:`_refine_windowed` takes its Newton steps for large nodes.
 FINE_STEP = 1.0 / 32.0
+#: The fine grid is used while it has at most this many cells per point of the window (or ``FINE_MIN_CELLS``);
+#: wider brackets refine on the points themselves, so that the cost of a step is bounded by the window's points.
+FINE_MAX_CELLS_PER_POINT = 4
+FINE_MIN_CELLS = 4096
 
 
 @njit(cache=True, nogil=True)
@@ -327,10 +331,14 @@ def _refine_windowed(p, w, total, h, lo, hi, coef, eps, xa, xc, b, idx, pw, ww, 
     floor = WINDOW_FLOOR * total
     b0, xa0, xc0 = b, xa, xc
     exact = count > 0
+    delta = FINE_STEP * h
+    cells = (xc - xa + 2 * reach) / delta + 3
+    # the grid pays only while it has fewer cells than the window has points: a bracket many bandwidths wide (a small
+    # bandwidth across a gap) takes its Newton steps on the points, so a step never costs more than the node's rows
+    fine = fine and cells <= max(FINE_MAX_CELLS_PER_POINT * count, FINE_MIN_CELLS)
     if exact and fine:
-        delta = FINE_STEP * h
         g0 = xa - reach - delta
-        counts = linear_binning(pw[:count], ww[:count], g0, delta, np.zeros(int((xc - xa + 2 * reach) / delta) + 3))
+        counts = linear_binning(pw[:count], ww[:count], g0, delta, np.zeros(int(cells)))
         for _ in range(MAX_NEWTON):
             s0, s1, s2 = fine_binned_sums(counts, g0, delta, b, h)
             if not s0 >= floor:
