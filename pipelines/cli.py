@@ -108,8 +108,9 @@ def _add_recluster_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="K",
         help="the number of clusters, or 'auto' (the default; with --update-from, the parent run's setting): split "
-        "a leaf only while its split is significant against a one-cluster null (a dip test on rows held out of the "
-        "split's search; --param significance_level=0.01 and --param max_clusters=K tune it)",
+        "a leaf only while its split is significant against a one-cluster null (a dip test of the leaf's rows along "
+        "the split, against the dips the same search finds in one-cluster samples; --param significance_level=0.01 "
+        "and --param max_clusters=K tune it)",
     )
     parser.add_argument(
         "--param",
@@ -224,7 +225,9 @@ def _parser() -> argparse.ArgumentParser:
     predict = sub.add_parser("predict", help="the cluster ids of a run for new rows")
     predict.add_argument("run", help="a run id")
     predict.add_argument("input", help="the rows (same formats as fit)")
-    predict.add_argument("--out", required=True, help="where the labels go: .zarr, .npy, .csv or .parquet")
+    predict.add_argument(
+        "--out", default=None, help="where the labels go: .zarr, .npy, .csv or .parquet (default: stdout, one per line)"
+    )
     predict.add_argument(
         "--header", action=argparse.BooleanOptionalAction, default=None, help="as for fit: a CSV input's header row"
     )
@@ -438,7 +441,8 @@ class _Request:
         if n_bad and self.estimator.nonfinite != "skip":
             counted = f"{n_bad:,} of the {rows.shape[0]:,} rows" + ("" if self.in_process else " of the first chunk")
             raise ValueError(
-                f"{input_path}: {counted} have NaN or inf values (the first is row {first}); remove them, or pass "
+                f"{input_path}: {counted} {'has' if n_bad == 1 else 'have'} NaN or inf values (the first is row "
+                f"{first}); remove them, or pass "
                 "--param nonfinite=skip to leave them unlabelled (-1)."
             )
         n_rows = self.X.shape[0] - (n_bad if self.in_process else 0)
@@ -613,6 +617,11 @@ def _say(line: str) -> None:
     print(f"lowdens: {line}", file=sys.stderr, flush=True)
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 cluster``, ``2 clusters``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def _print_scores(metrics: dict) -> None:
     scores = [(k, metrics[k]) for k in ("adjusted_rand", "purity", "v_measure") if k in metrics]
     if scores:
@@ -630,8 +639,16 @@ def _fit(args) -> int:
     run_id = request.run(args.store, args.run_id)
     run = RunsStore(args.store).get(run_id)
     metrics = run.attrs["metrics"]
-    print(f"{run_id}\t{metrics['n_leaves']} clusters\t{_run_path(args.store, run_id)}")
+    print(f"{run_id}\t{_count(metrics['n_leaves'], 'cluster')}\t{_run_path(args.store, run_id)}")
     _print_scores(metrics)
+    weak = set(metrics.get("splits_not_significant", ()))
+    if weak:
+        p_values = ", ".join(f"{s['p_value']:.2g}" for s in metrics["splits"] if s["id"] in weak)
+        _say(
+            f"{len(weak)} of the {len(metrics['splits'])} splits are not significant (p {p_values}, at least "
+            f"significance_level {metrics['significance_level']:g}): the rows show no evidence of "
+            f"{metrics['n_leaves']} clusters; --n-clusters auto makes only the significant splits"
+        )
     if metrics.get("fit_mode") == "summary" and run.parent is None:
         tested = f"; the root's split tested on {metrics['test_rows']:,} sampled rows" if "test_rows" in metrics else ""
         _say(f"summary mode: {metrics.get('n_microclusters_', 0):,} microclusters{tested}")
@@ -765,9 +782,16 @@ def _predict(args) -> int:
             f"{args.input} has {X.shape[1]} columns; run {args.run!r} was fitted on {run.tree.n_features}."
         )
     labels = route_to_stable_ids(X, run.tree.to_json(), run.stable_ids)
+    if args.out is None:  # as command-line tools do: the labels on stdout, one per line, the words on stderr
+        import numpy as np
+        from dask.threaded import get
+
+        np.savetxt(sys.stdout, np.asarray(labels.compute(scheduler=get)), fmt="%d")
+        _say(f"{_count(X.shape[0], 'row')} labelled")
+        return 0
     with Progress() as progress, progress.step("predict"):
         path = save_labels(labels, args.out)
-    print(f"{path}\t{X.shape[0]} rows")
+    print(f"{path}\t{_count(X.shape[0], 'row')}")
     return 0
 
 

@@ -234,7 +234,9 @@ def describe_fit(name: str, result: dict) -> list[str]:
     if result.get("n_passes_") is not None:
         resolution.append(f"passes over the input: {result['n_passes_']}")
     lines = [
-        f"{name}: mode: {result.get('fit_mode')}" + (f"; resolution: {', '.join(resolution)}" if resolution else "")
+        f"{name}: mode: {result.get('fit_mode')}"
+        + (f" ({result['fit_mode_reason']})" if result.get("fit_mode_reason") else "")
+        + (f"; resolution: {', '.join(resolution)}" if resolution else "")
     ]
     figures = tree_metrics(ClusterTree.from_json(result["tree"]))
 

@@ -400,7 +400,7 @@ def _sniff_csv(
             )
     finally:
         lines.close()
-    return header, sep, sep == "," and first.endswith(",")
+    return header, sep, sep == "," and first.rstrip().endswith(",")
 
 
 def _index_column(frame, header: bool) -> bool:
@@ -470,10 +470,44 @@ def _read_csv(path: str, storage_options: dict | None, header: bool | None, what
     index = _index_column(frame, header)
     if index:
         frame = frame.iloc[:, 1:]
-    if trailing and frame.shape[1] >= 2 and (not header or str(frame.columns[-1]).startswith("Unnamed: ")):
-        if frame.iloc[:, -1].isna().all():  # "a,b,c," / "1,2,3,": the empty field after the last comma is no column
-            frame = frame.iloc[:, :-1]
+    while trailing and frame.shape[1] >= 2 and _is_empty_last_column(frame, header):
+        frame = frame.iloc[:, :-1]  # "a,b,c," / "1,2,3, " / "1,2,3,,": the empty fields after the last value
+    if sep == "," and frame.isna().to_numpy().any():
+        _check_short_lines(path, storage_options)
     return frame, header, sep, index
+
+
+def _is_empty_last_column(frame, header: bool) -> bool:
+    """Whether the frame's last column is what a line that ends with a comma (", " or ",," included) leaves: no
+    name (pandas' ``Unnamed: k``, or blank) and no value but empty or blank fields."""
+    name = str(frame.columns[-1])
+    if header and not (name.startswith("Unnamed: ") or not name.strip()):
+        return False
+    import pandas as pd
+
+    last = frame.iloc[:, -1]
+    if pd.api.types.is_object_dtype(last.dtype) or pd.api.types.is_string_dtype(last.dtype):
+        return bool((last.isna() | last.astype(str).str.strip().eq("")).all())
+    return bool(last.isna().all())
+
+
+def _check_short_lines(path: str, storage_options: dict | None, upto: int = _HINT_LINES) -> None:
+    """A ValueError naming the first of the first ``upto`` lines with fewer fields than the first line (pandas
+    reads a short line with NaN in its missing fields, which would be reported as NaN rows)."""
+    lines = _CsvLines(path, storage_options)
+    try:
+        first = lines.next()
+        expected = len(first.split(","))
+        while (text := lines.next()) is not None and lines.number <= upto:
+            count = len(text.split(","))
+            if count < expected:
+                quoted = repr(text if len(text) <= 40 else text[:37] + "...")
+                raise ValueError(
+                    f"{path}: line {lines.number} ({quoted}) has {count} fields; expected {expected}, like the lines "
+                    "before it (ragged rows)." + _csv_hint(path, storage_options, lines.number)
+                )
+    finally:
+        lines.close()
 
 
 # -- parquet -----------------------------------------------------------------------------------------------

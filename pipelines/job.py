@@ -279,17 +279,27 @@ def previous_run(runs: RunsStore, identity: dict, latest: Run | None = None) -> 
 
 
 def _figures(estimator) -> dict:
-    """The fit's or update's figures: its counts, the mode it ran in and why (``fit_mode``, ``fit_mode_reason``; an update: "summary") and the
-    rows its root's split was tested on (``test_rows``, the test's resolution; "auto" only)."""
+    """The fit's or update's figures: its counts, the mode it ran in and why (``fit_mode``, ``fit_mode_reason``; an
+    update: "summary"), the rows its root's split was tested on (``test_rows``, the test's resolution; "auto" only)
+    and the splits whose p-value is at least ``significance_level`` (``splits_not_significant``: a told K beyond
+    what the rows show)."""
     names = ("n_microclusters_", "n_nonfinite_", "n_passes_")
     figures = {name: int(getattr(estimator, name)) for name in names if hasattr(estimator, name)}
     update = hasattr(estimator, "update_report_")
     figures["fit_mode"] = "summary" if update else getattr(estimator, "fit_mode_", None)
-    figures["fit_mode_reason"] = "an update merges the new rows' summary" if update else getattr(
-        estimator, "fit_mode_reason_", None
+    figures["fit_mode_reason"] = (
+        "an update merges the new rows' summary" if update else getattr(estimator, "fit_mode_reason_", None)
     )
     if "n_test" in estimator.tree_.root.stats:
         figures["test_rows"] = int(estimator.tree_.root.stats["n_test"])
+    level = getattr(estimator, "significance_level", None)
+    if level is not None:  # a told K beyond what is significant: the splits that are not
+        figures["significance_level"] = float(level)
+        figures["splits_not_significant"] = [
+            node.id
+            for node in estimator.tree_
+            if not node.is_leaf and node.stats.get("p_value") is not None and node.stats["p_value"] >= level
+        ]
     return figures
 
 

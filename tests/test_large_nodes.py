@@ -178,3 +178,23 @@ def _counting_init(record):
         original(self, max_workers, *args, **kwargs)
 
     return init
+
+
+def test_a_small_bandwidth_keeps_the_cost_of_a_large_node_bounded():
+    """Issue 53 item 1 (fuzz5 repro_5): above the continuation's sample size the fine grid of b's Newton steps spanned
+    the bracket at h/32 whatever its width: bandwidth=1e-7 across a gap of 12 made a 12 GB grid at 20,002 rows. The
+    grid is now used only while it has fewer cells than a few per point, so the large node costs what the small
+    one does and finds the same b."""
+    import time
+
+    from lowdens_dask import MDH
+
+    rng = np.random.default_rng(0)
+    fits = {}
+    for n in (20_000, 20_002):
+        X = np.vstack([rng.normal(size=(n // 2, 1)), rng.normal(size=(n - n // 2, 1)) + 12])
+        start = time.perf_counter()
+        model = MDH(bandwidth=1e-7).fit(X)
+        fits[n] = (time.perf_counter() - start, model.b_)
+    assert 0 < fits[20_002][1] < 12 and abs(fits[20_002][1] - fits[20_000][1]) < 1.0
+    assert fits[20_002][0] < 10 * fits[20_000][0] + 2.0, fits  # 280 s (or a MemoryError) before

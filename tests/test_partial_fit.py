@@ -432,3 +432,36 @@ def test_merge_near_copies():
     np.testing.assert_array_equal(kept, np.arange(300))
     rows, weights, _ = merge_near_copies(X, np.ones(300))  # distinct rows of one sample are kept
     assert rows.shape[0] >= 295
+
+
+def test_a_shallow_copy_of_a_fitted_estimator_updates_the_fitted_tree():
+    """Issue 53 item 4 (fuzz5 repro_8): copy.copy went through __getstate__, which leaves the fitted rows out, so the
+    copy's first partial_fit warned that it "was unpickled" and fitted the batch alone."""
+    import copy
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(500, 3)), rng.normal(size=(500, 3)) + [8, 0, 0]])
+    batch = np.vstack([rng.normal(size=(50, 3)), rng.normal(size=(50, 3)) + [8, 0, 0]])
+    fitted = MDHClustering(n_clusters=2, random_state=0).fit(X)
+    shallow = copy.copy(fitted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "was unpickled" warning
+        shallow.partial_fit(batch)
+    assert shallow.tree_.update == 1 and shallow.summary_.n_rows == 1100
+    assert not hasattr(fitted, "summary_") or fitted.summary_ is not shallow.summary_
+
+
+@pytest.mark.parametrize("name", ["pendigits", "yeast"])
+def test_an_update_with_the_fitted_rows_shows_no_drift_and_the_labels_shares(name):
+    """Issue 53 item 6: an update with the same rows reported a chi-square of 24.3 on 9 degrees of freedom and shares
+    that disagreed with the labels, as microclusters routed whole straddle a hyperplane differently in each summary.
+    The shares are now those of the summaries' rows."""
+    X, _ = load_dataset(name)
+    model = MDHClustering(n_clusters="auto", random_state=0).fit(X)
+    model.partial_fit(X)
+    report = model.update_report_
+    assert report["drift"]["psi"] < 1e-9 and report["drift"]["p_value"] > 0.99, report["drift"]
+    sizes = np.bincount(np.asarray(model.labels_), minlength=max(leaf["label"] for leaf in report["leaves"]) + 1)
+    for leaf in report["leaves"]:
+        assert round(leaf["share_new"] * len(X)) == sizes[leaf["label"]]
+        assert leaf["share_before"] == pytest.approx(leaf["share_new"])

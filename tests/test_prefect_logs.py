@@ -74,7 +74,7 @@ def test_flow_run_logs_reach_the_server(prefect_server, blobs, tmp_path):  # noq
     # what was read
     assert f"read {path}: 6,000 rows x 4 columns, float32" in info, text
     # the mode and the resolution
-    assert re.search(r"fit: mode: (exact|summary)", info), text
+    assert re.search(r"fit: mode: (memory|exact|summary) \(", info), text  # and why, in brackets
     # each split with its p-value (n_clusters="auto": a dip test at each split; 3 clusters, 2 splits)
     splits = [m for m in messages if m.startswith("split: node ")]
     assert len(splits) == 2 and all(re.search(r"p [=<] \S+", m) for m in splits), text

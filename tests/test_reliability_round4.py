@@ -204,6 +204,9 @@ BAD_VALUES = {
     "significance_level": [0.0, 1.0, 1.5],
     "decay": [1.0, -0.1],
     "min_cluster_size": [-0.1, float("inf")],
+    # issue 53: booleans are True or False, not a string that reads as one ("False" is truthy)
+    "standardize": ["False", "no", "yes", 1, None],
+    "force_n_clusters": ["False", "true", 0, None],
 }
 GOOD_VALUES = {
     "bandwidth": [None, "silverman", 0.5],
@@ -217,6 +220,8 @@ GOOD_VALUES = {
     "significance_level": [0.05],
     "decay": [None, 0.0, 0.5],
     "min_cluster_size": [0.0, 0.01, 20],
+    "standardize": [True, False, np.True_],
+    "force_n_clusters": [True, False, np.False_],
 }
 
 

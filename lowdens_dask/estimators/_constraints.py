@@ -56,7 +56,8 @@ def _real(value) -> bool:
 
 def _boolean(value) -> bool:
     """True or False (numpy's booleans included), not a string such as "False" that is truthy."""
-    return isinstance(value, bool) or (type(value).__name__ == "bool_" and getattr(value, "ndim", 0) == 0)
+    kind = type(value)
+    return isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))
 
 
 def _alphas(value) -> bool:

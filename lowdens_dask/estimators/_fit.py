@@ -27,6 +27,7 @@ from ..backend import as_dask_array
 from ..backend.chunked import ChunkedNode
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.passes import PassCounter
+from ..tree.drift import shares
 from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree, leaf_labels_from_json
 from ..tree.grower import Growth, merge_unreached_leaves
@@ -59,6 +60,20 @@ def _clock() -> tuple[float, float]:
 
 #: Fitted attributes a new fit forgets (the others are all set again).
 _FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "client_seconds_", "_rows_fitted")
+
+
+def sample_shares(tree, old: ClusterSummary, new: ClusterSummary) -> dict:
+    """Each leaf's share of the rows seen before and of the new rows, and the drift between them
+    (:func:`~lowdens_dask.tree.drift.shares`), from the two summaries' samples of rows routed by ``tree`` (each
+    holds every row up to its size): the same rows give the same shares, and the shares of the new rows are those of
+    their labels. Microclusters, routed whole, straddle a hyperplane differently in each summary."""
+    rows = np.concatenate([old.sample, new.sample])
+    leaf_of = tree.apply(rows)
+    points = {leaf.id: np.flatnonzero(leaf_of == leaf.id) for leaf in tree.leaves()}
+    n_old, n_new = len(old.sample), len(new.sample)
+    old_weights = np.concatenate([old.sample_row_weights(), np.zeros(n_new)])
+    new_weights = np.concatenate([np.zeros(n_old), new.sample_row_weights()])
+    return shares(tree, points, old_weights, new_weights)
 
 
 def summary_clause(growth: Growth) -> str:
@@ -409,18 +424,22 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             done = summarise(self, arr, int(seed.integers(2**31 - 1)), update=True)
             new, n_nonfinite = done.summary, done.n_nonfinite
         summarised = _clock()
-        merged = self.summary_.merged(new, self.decay)
+        old = self.summary_
+        merged = old.merged(new, self.decay)
         old_weights = merged.weights.copy()
         old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
         self.tree_ = copy.deepcopy(self.tree_)  # grown in place; partial_fit restores the old one on failure
         growth = self._grow_update(merged, old_weights)
         bounded = merged.bounded(self.max_microclusters, growth.tree.update)
+        report = {"n_rows": new.n_rows, "decay": self.decay, **growth.report}
+        if report.get("drift") is not None:  # the shares of rows, not of microclusters cut differently each time
+            report.update(sample_shares(growth.tree, old, new))
         self._set_fitted(
             growth,
             summary_=bounded,
             n_microclusters_=bounded.n_microclusters,
             n_nonfinite_=n_nonfinite,
-            update_report_={"n_rows": new.n_rows, "decay": self.decay, **growth.report},
+            update_report_=report,
         )
         self._label_rows(arr, is_chunked_input(X), (start, summarised, _clock()))
         return self

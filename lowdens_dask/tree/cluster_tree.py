@@ -505,7 +505,8 @@ class ClusterTree:
 
         With ``n_clusters="auto"`` every node shows its split's dip test (``dip``, ``p_value``, ``n_test``, and
         the effective dimension ``d_eff`` its null was read at), and each leaf the test of the split it was not
-        given.
+        given (not significant or not substantial under ``"auto"``; under an integer ``n_clusters``, the count was
+        reached).
 
         A node's size is "rows at fit": the rows (the sample weight, if weighted) it held when the tree was grown,
         in summary mode those of the microclusters routed to it. ``predict`` routes each row by itself, so the
@@ -517,10 +518,8 @@ class ClusterTree:
             pad = "  " * node.depth
             if node.is_leaf:
                 test = ""
-                if "dip" in node.stats:  # n_clusters="auto": its would-be split was not significant
-                    test = (
-                        f"; its best split not significant: dip {node.stats['dip']:.4g}, {format_p_value(node.stats)}"
-                    )
+                if "dip" in node.stats:  # its would-be split, not made (auto: not significant or not substantial)
+                    test = f"; its best split, not made: dip {node.stats['dip']:.4g}, {format_p_value(node.stats)}"
                 lines.append(f"{pad}leaf {node.id} -> cluster {labels[node.id]} ({node.size:g} rows at fit{test})")
             else:
                 stats = ", ".join(format_stats(node.stats))
