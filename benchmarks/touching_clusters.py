@@ -61,8 +61,10 @@ def main(argv=None) -> None:
         row["GMM-BIC"].append(adjusted_rand_score(y, gmm_bic(X)))
         row["K"].append(f"{mdh.n_clusters_}/{ncut.n_clusters_}")
         print(name, {k: v[-1] for k, v in row.items()}, flush=True)
-    table = [[name, *(f"{np.mean(v[m]):.3f}" for m in ("MDH auto", "NCut auto", "GMM-BIC")), " ".join(v["K"])]
-             for name, v in scores.items()]
+    table = [
+        [name, *(f"{np.mean(v[m]):.3f}" for m in ("MDH auto", "NCut auto", "GMM-BIC")), " ".join(v["K"])]
+        for name, v in scores.items()
+    ]
     body = markdown_table(["case", "MDH auto", "NCut auto", "GMM-BIC", "K found (MDH/NCut) per draw"], table)
     write_markdown(args.out, 'Touching clusters: n_clusters="auto" beside GMM-BIC', command_line(), body)
 
