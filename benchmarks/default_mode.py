@@ -120,7 +120,7 @@ def main(argv=None) -> None:
     dims = [int(d) for d in args.d.split(",")]
     inputs = args.inputs.split(",")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="default-mode-"))
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     client = Client(cluster)
     rows, curve = [], {}
     try:

@@ -143,7 +143,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.getLogger("distributed").setLevel(logging.ERROR)
     with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
         Client(cluster) as client,
         tempfile.TemporaryDirectory() as tmp,
     ):

@@ -153,7 +153,7 @@ def on_cluster(method: str, workers: int, repeats: int, workdir: Path, chunk: in
         zarr.open_array(str(path), mode="w", shape=X.shape, chunks=(chunk, D), dtype="f8")[:] = X
         whole[(number - 1) * NIGHT_ROWS : number * NIGHT_ROWS] = X
         paths.append(str(path))
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster):
             rows, reports, before_last, checks = follow(estimator(n_clusters="auto", random_state=0), paths,
                                                         f"{method} (zarr, {workers} workers)")  # fmt: skip

@@ -430,7 +430,7 @@ def child(kind: str, n: int, repeats: int) -> dict:
                 Xc, yc = two_classes(m, seed=start, dtype=np.float32)
                 arr[start : start + m] = Xc
                 truth[start : start + m] = yc
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
             with cluster, Client(cluster):
                 X = da.from_zarr(path)
                 t = time.perf_counter()

@@ -58,7 +58,7 @@ NOTES = """
   accumulate it.
 """
 
-LOCAL = {"n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}
+LOCAL = {"n_workers": 2, "threads_per_worker": 1, "dashboard_address": ":0"}
 
 
 def du(path: Path) -> int:

@@ -40,7 +40,7 @@ def make_store(path: Path, rows: int, chunk: int, seed: int = 0) -> np.ndarray:
 def cluster(**kwargs):
     from distributed import Client, LocalCluster
 
-    cl = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, **kwargs)
+    cl = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", **kwargs)
     return cl, Client(cl)
 
 

@@ -198,7 +198,7 @@ def start_cluster(workers: int, workdir: Path, estimator):
     """A LocalCluster of single-thread worker processes, with the kernels compiled by a warm-up fit:
     ``(cluster, client, start-up s, warm-up s)``."""
     t = time.perf_counter()
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
     client = Client(cluster)
     startup = time.perf_counter() - t
     t = time.perf_counter()

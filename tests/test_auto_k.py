@@ -194,7 +194,7 @@ def test_each_node_records_its_test_in_stats_json_describe_and_metrics():
     assert len(internal) == 2 and all(node.stats["p_value"] < 0.01 and node.stats["dip"] > 0 for node in internal)
     assert all(node.stats["p_value"] >= 0.01 and node.stats["n_test"] > 0 for node in tree.leaves())
     restored = ClusterTree.from_json(tree.to_json())
-    assert restored.describe() == tree.describe() and "its best split not significant" in tree.describe()
+    assert restored.describe() == tree.describe() and "its best split, not made" in tree.describe()
     metrics = json.loads(json.dumps(tree_metrics(tree)))
     assert metrics["n_leaves"] == 3 and all(split["p_value"] < 0.01 for split in metrics["splits"])
     assert len(metrics["leaf_tests"]) == 3 and all(leaf["p_value"] >= 0.01 for leaf in metrics["leaf_tests"])

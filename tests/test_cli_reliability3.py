@@ -501,7 +501,7 @@ def test_the_flow_retries_a_commit_that_failed_and_reuses_the_run_id(here, monke
         claim(self)
 
     monkeypatch.setattr(Attempt, "_claim", flaky)
-    local = {"cluster_kwargs": {"n_workers": 1, "threads_per_worker": 1, "dashboard_address": None}}
+    local = {"cluster_kwargs": {"n_workers": 1, "threads_per_worker": 1, "dashboard_address": ":0"}}
     assert recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local) == "night-1"
     assert failures and RunsStore("runs").get("night-1").url.endswith(failures[0])
     assert recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local) == "night-1"

@@ -142,7 +142,7 @@ def test_exact_mode_on_a_local_cluster_from_zarr(tmp_path):
     zarr.create_array(str(tmp_path / "x.zarr"), data=X, chunks=(900, 4))
     finite = np.isfinite(X).all(axis=1)
     ref = MDHClustering(n_clusters=2).fit(X[finite])
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster):
             model = MDHClustering(n_clusters=2, mode="exact")
             with pytest.raises(ValueError, match="1 of 4000 rows with NaN"):

@@ -16,7 +16,7 @@ def data(tmp_path_factory):
     return path, X, y
 
 
-LOCAL = {"cluster_kwargs": {"n_workers": 2, "threads_per_worker": 1, "dashboard_address": None}}
+LOCAL = {"cluster_kwargs": {"n_workers": 2, "threads_per_worker": 1, "dashboard_address": ":0"}}
 
 
 def flow_on_local_cluster():

@@ -15,7 +15,7 @@ CENTRES = 8 * np.eye(6)[:4]
 def cluster():
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=3, threads_per_worker=1, dashboard_address=":0") as cluster:
         yield cluster
 
 

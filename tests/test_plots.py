@@ -704,7 +704,7 @@ def test_density_at_b_and_recorded_fval_say_what_they_are(summary_mdh):
     assert marker.get_label() == f"density of these rows at b: {density:.3g}"  # ... each named
     title = " ".join(ax.get_title().split())
     assert f"recorded at fit: fval {node.fval:.3g}" in title
-    assert "recorded fval: the density at b of the points the split was fitted on (in summary mode its" in title
+    assert "recorded fval: the density at b of the points the split was fitted on (rows in memory; in summary" in title
 
 
 def test_describe_sizes_are_rows_at_fit(summary_mdh):

@@ -176,7 +176,7 @@ def test_point18_workers_too_small_fail_instead_of_waiting():
 
     X = da.from_array(np.random.default_rng(0).normal(size=(400, 3)), chunks=(100, 3))
     footprint = psutil.Process().memory_info().rss  # in-process workers measure this process
-    small = {"n_workers": 2, "threads_per_worker": 1, "processes": False, "dashboard_address": None}
+    small = {"n_workers": 2, "threads_per_worker": 1, "processes": False, "dashboard_address": ":0"}
     with LocalCluster(memory_limit=int(footprint / 2), **small) as cluster, Client(cluster):
         with pytest.raises(WorkerMemoryError, match=r"memory_limit=.* start-up footprint .* is already") as err:
             MDHClustering(n_clusters=2, random_state=0).fit(X)

@@ -28,7 +28,7 @@ def mixture(n=30_000, k=4, d=6, seed=0):
 
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster) as c:
             yield c
 
@@ -228,7 +228,7 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     sampler.start()
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, memory_limit="400MB", dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit="400MB", dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -251,7 +251,7 @@ def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store, monkeypatc
     from distributed import get_task_stream
 
     path, X, y = store
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
         with Client(cluster.scheduler_address) as c:
             with get_task_stream(c) as ts:  # a small summary: its tree grows in this process
                 MDHClustering(n_clusters=4, random_state=0, mode="summary").fit(f"{path}/X")

@@ -53,7 +53,7 @@ class Cluster:
 
     def replace(self):
         self.close()
-        self.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        self.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
         self.client = Client(self.cluster)
 
     def ready(self):

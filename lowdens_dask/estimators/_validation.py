@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
 from sklearn.utils.validation import validate_data
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .._warnings import warn
 from ..backend.frame import check_value_range, column_moments
@@ -21,8 +22,18 @@ def single_threaded_blas():
     Projection pursuit issues thousands of small matrix-vector products. Multi-threaded OpenBLAS
     gains nothing on them, and its spinning threads (two pools: numpy's and scipy's) contend for the
     cores: fits were 1.5-8x slower on a 2-core machine without this limit.
+
+    The thread pools are found once (threadpoolctl reads the process's memory map for them: 5 ms, a fifth of a
+    small PDDP fit) and again only after modules were imported, which may have loaded another BLAS.
     """
-    return threadpool_limits(limits=1, user_api="blas")
+    if _BLAS_POOLS[1] != len(sys.modules):
+        _BLAS_POOLS[:] = [ThreadpoolController(), len(sys.modules)]
+    return _BLAS_POOLS[0].limit(limits=1, user_api="blas")
+
+
+#: The process's thread pools (``threadpoolctl.ThreadpoolController``) and the number of modules loaded when they
+#: were found.
+_BLAS_POOLS: list = [None, -1]
 
 
 #: Largest total sample weight accepted (weights are row counts): the indices' weighted sums, their squares

@@ -33,7 +33,10 @@ DEFAULT_ALPHAS = (0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: Fewest and most points of a plotted density profile (otherwise one per ``GRID_STEP`` bandwidths).
 PROFILE_POINTS = (512, 2048)
 #: What a density index's recorded ``fval`` is, beside the density a plot draws from the rows it is given.
-FVAL_NOTE = "recorded fval: the density at b of the points the split was fitted on"
+FVAL_NOTE = (
+    "recorded fval: the density at b of the points the split was fitted on (rows in memory; in summary mode, "
+    "microclusters, with h widened by their spread)"
+)
 
 
 #: The legal bandwidths (data units). The index measures distances in bandwidths and squares them ((x - b)² / h²,
