@@ -82,8 +82,8 @@ def labels_of(model) -> np.ndarray:
 def fit(params: dict, X, mode: str, kind: str):
     """(seconds, labels, fit_mode_, reason) of one fit; ``mode`` "default" is mode="auto"."""
     start = time.perf_counter()
-    if mode == "memory" and kind != "numpy":  # the read into memory is part of the memory mode's cost
-        rows = np.asarray(X.compute() if hasattr(X, "compute") else da.from_zarr(X).compute())
+    if mode == "memory":  # exact mode on the rows in memory; the read of chunked input is part of its cost
+        rows = X if kind == "numpy" else np.asarray(X.compute() if hasattr(X, "compute") else da.from_zarr(X).compute())
         model = MDHClustering(**params, mode="exact").fit(rows)
     else:
         model = MDHClustering(**params, mode="auto" if mode == "default" else mode).fit(X)
@@ -168,6 +168,7 @@ def main(argv=None) -> None:
                                 row[f"{mode}_vs_memory"] = adjusted_rand_score(found["memory"], found[mode])
                     rows.append(row)
                     curve.setdefault((kind, d), []).append((n, seconds))
+                    write(args, rows, curve)  # after every point: a long run's table is never lost
                     print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
                     del X
                 if n >= 10**6:
@@ -177,7 +178,6 @@ def main(argv=None) -> None:
         cluster.close()
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    write(args, rows, curve)
 
 
 def write(args, rows: list[dict], curve: dict) -> None:

@@ -686,7 +686,7 @@ def _demo(args) -> int:
     n_classes = len(np.unique(y))
     print(f"data: {data} ({X.shape[0]} rows, {X.shape[1]} features, {n_classes} classes; labels {labels})")
     where = "on the Prefect server at " + _prefect_api_url() if _prefect_api_url() else "in this process"
-    # --n-clusters auto and mode=auto (the defaults): exact mode, as the rows fit in memory
+    # --n-clusters auto and mode=auto (the defaults): the store is read into memory in one pass and fitted there
     print(f"running the recluster job ({where}) with --n-clusters auto ...")
     fit_args = _parser().parse_args(["fit", str(data)])
     fit_args.verbose = args.verbose

@@ -47,3 +47,26 @@ def test_argsort_float_sorts(seed):
     assert np.array_equal(x[argsort_float(x)], np.sort(x))
     x = rng.normal(size=2000)[::2]  # a strided view
     assert np.array_equal(x[argsort_float(x)], np.sort(x))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sorted_copy_is_numpys_sort_and_leaves_its_input(seed):
+    """``sorted_copy`` (the dip test's and the record grouping's sort) against ``np.sort``: random, sorted, tied,
+    small and NaN-holding inputs; the input is never changed."""
+    from lowdens_dask.kernels.sorting import sorted_copy
+
+    rng = np.random.default_rng(seed)
+    cases = [
+        rng.standard_normal(5000),
+        np.sort(rng.standard_normal(3000)),
+        rng.integers(0, 7, 4000).astype(float),
+        rng.standard_normal(3),
+        np.append(rng.standard_normal(2000), [np.nan, -np.inf, np.inf]),
+        np.array([]),
+    ]
+    for p in cases:
+        before = p.copy()
+        got = sorted_copy(p)
+        np.testing.assert_array_equal(got, np.sort(p))
+        np.testing.assert_array_equal(p, before)
+        assert got is not p and got.dtype == np.float64

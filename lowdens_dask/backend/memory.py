@@ -15,6 +15,8 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
+from ..kernels.sorting import sorted_copy
+
 #: Above this many features the leading eigenvectors come from Lanczos iterations on X rather than
 #: from a dense d x d covariance matrix.
 DENSE_EIGH_MAX_FEATURES = 128
@@ -25,7 +27,7 @@ def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     first occurrence, and each row's group number; None when every row is distinct."""
     if keys.shape[0] < 2:
         return None
-    projection = np.sort(keys @ np.random.default_rng(0).standard_normal(keys.shape[1]))
+    projection = sorted_copy(keys @ np.random.default_rng(0).standard_normal(keys.shape[1]))
     if np.all(projection[1:] != projection[:-1]):  # distinct projections: distinct rows (the common case, fast)
         return None
     _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)

@@ -22,6 +22,8 @@ from importlib.resources import files
 import numpy as np
 from numba import njit
 
+from .sorting import sorted_copy
+
 #: The shipped table of the dip's null distribution (see :func:`null_table`).
 NULL_TABLE = "dip_null.npz"
 
@@ -137,10 +139,13 @@ def spread_ties(p: np.ndarray, width: float | None = None) -> np.ndarray:
     such a jump of the empirical distribution would read as a departure from unimodality. Rows repeated exactly
     are point masses: spread over a ``width`` at the values' resolution, they stay one (two far apart are two
     modes)."""
-    p = np.sort(np.asarray(p, dtype=np.float64))
-    values, first, counts = np.unique(p, return_index=True, return_counts=True)
-    if len(values) == len(p) or len(values) < 2:
+    p = sorted_copy(p)
+    if p.size < 2:
         return p
+    first = np.flatnonzero(np.concatenate([[True], p[1:] != p[:-1]]))  # runs of equal values, in one pass
+    if len(first) == len(p) or len(first) < 2:
+        return p
+    values, counts = p[first], np.diff(np.append(first, p.size))
     gaps = np.diff(values)
     below = np.concatenate([gaps[:1], gaps]) / 2
     above = np.concatenate([gaps, gaps[-1:]]) / 2

@@ -132,3 +132,22 @@ def argsort_float(x):
     order = np.empty(n, np.int64)
     sort_projections(x, xs, order)
     return order
+
+
+#: :func:`sorted_copy` sorts arrays of at least this many finite values with :func:`sort_projections`.
+BUCKET_SORT_MIN = 1024
+
+
+def sorted_copy(p) -> np.ndarray:
+    """``p`` as a sorted float64 copy. Input already sorted (one pass tells) is copied, not sorted again (a split's
+    test sorted the same 10^6 projections four times, 70 ms each); finite input by :func:`sort_projections`, several
+    times faster than ``np.sort``; input with NaN by ``np.sort`` (NaN last)."""
+    p = np.array(p, dtype=np.float64)
+    if p.size < 2 or np.all(p[1:] >= p[:-1]):
+        return p
+    if p.size >= BUCKET_SORT_MIN and np.isfinite(p).all():
+        out = np.empty_like(p)
+        sort_projections(p, out, np.empty(p.size, np.int64))
+        return out
+    p.sort()
+    return p

@@ -43,6 +43,7 @@ from scipy.special import ndtri
 from ..backend.memory import RECORD_RESOLUTION, merge_records, robust_scale
 from ..indices import INDICES
 from ..kernels.dip import dip_pvalue, dip_statistic, spread_ties
+from ..kernels.sorting import sorted_copy
 from .hyperplanes import Hyperplane
 
 #: Summary mode: the held-out half is tested as a sample of this many points per microcluster on average, or of
@@ -114,7 +115,7 @@ def held_out_sample(data, v: np.ndarray) -> np.ndarray:
     p = data.project(v)
     w = data.weights
     if data.spread is None and np.all(w == 1.0):
-        return np.sort(p)
+        return sorted_copy(p)
     # POINTS_PER_MICROCLUSTER per summary row on average, placed systematically in proportion to the weights: a
     # summary row with c points gives its normal's quantiles (j + 1/2) / c
     per = POINTS_PER_MICROCLUSTER if POINTS_PER_MICROCLUSTER * data.n_samples <= SUMMARY_TEST_ROWS else 1
@@ -138,7 +139,7 @@ def unimodality_test(sample: np.ndarray, n: int | None = None) -> dict:
     (rows repeated exactly: two far apart are two modes), spread only at :data:`TIE_RESOLUTION` of the sample's
     range for the kernel; ties that stand for a weight or a microcluster are spread by :func:`held_out_sample`,
     and columns recorded on a grid dequantized by :func:`dequantized`."""
-    x = np.sort(np.asarray(sample, dtype=np.float64))
+    x = sorted_copy(sample)
     x = spread_ties(x, TIE_RESOLUTION * (x[-1] - x[0]) if x.size else 0.0)
     n = x.size if n is None else int(n)
     if x.size < 4 or n < 4 or x[0] == x[-1]:
