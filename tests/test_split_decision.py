@@ -148,3 +148,24 @@ def test_told_the_k_auto_finds_gives_autos_clusters_with_a_small_group(cls):
     assert adjusted_rand_score(auto.labels_, told.labels_) > 0.999
     four = cls(n_clusters=4, random_state=0).fit(X)  # beyond auto's K the small group is cut off
     assert four.n_clusters_ == 4 and min(np.bincount(four.labels_)) == sizes[3]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_merge_duplicates_matches_a_direct_grouping(seed):
+    """The grouping by a sorted random projection (one argsort) against a direct one: each distinct row once, in
+    order of first occurrence, with the sum of its copies' weights."""
+    from lowdens_dask.backend.memory import merge_duplicates
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, size=(3000, 3)).astype(float)  # 64 distinct rows, many copies
+    w = rng.random(3000)
+    rows, weights = merge_duplicates(X, w)
+    firsts = {}
+    for i, row in enumerate(map(tuple, X)):
+        firsts.setdefault(row, []).append(i)
+    expected = sorted(firsts.values(), key=lambda idx: idx[0])
+    np.testing.assert_array_equal(rows, X[[idx[0] for idx in expected]])
+    np.testing.assert_allclose(weights, [w[idx].sum() for idx in expected])
+    distinct = rng.standard_normal((500, 3))
+    kept, same = merge_duplicates(distinct, np.ones(500))
+    assert kept is distinct and same.shape == (500,)

@@ -15,8 +15,6 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
-from ..kernels.sorting import sorted_copy
-
 #: Above this many features the leading eigenvectors come from Lanczos iterations on X rather than
 #: from a dense d x d covariance matrix.
 DENSE_EIGH_MAX_FEATURES = 128
@@ -25,18 +23,29 @@ DENSE_EIGH_MAX_FEATURES = 128
 def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Rows of ``keys`` that are equal, as ``(first, rank)``: the position of each group's first row, in order of
     first occurrence, and each row's group number; None when every row is distinct."""
-    if keys.shape[0] < 2:
+    n = keys.shape[0]
+    if n < 2:
         return None
-    projection = sorted_copy(keys @ np.random.default_rng(0).standard_normal(keys.shape[1]))
-    if np.all(projection[1:] != projection[:-1]):  # distinct projections: distinct rows (the common case, fast)
+    projection = keys @ np.random.default_rng(0).standard_normal(keys.shape[1])
+    order = np.argsort(projection, kind="stable")  # equal projections keep their rows' order
+    sorted_projection = projection[order]
+    starts = np.concatenate([[True], sorted_projection[1:] != sorted_projection[:-1]])
+    if starts.all():  # distinct projections: distinct rows (the common case)
         return None
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    if first.size == keys.shape[0]:
-        return None
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    return first[order], rank[inverse.ravel()]
+    run = np.cumsum(starts) - 1  # each sorted row's run of equal projections
+    leaders = order[starts]  # each run's first row (the stable sort's first)
+    if not np.array_equal(keys[order], keys[leaders[run]]):  # distinct rows with one projection: compare rows
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        if first.size == n:
+            return None
+        leaders, group = first, inverse.ravel()
+    else:
+        group = np.empty(n, np.int64)
+        group[order] = run
+    by_first = np.argsort(leaders)
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(by_first.size)
+    return leaders[by_first], rank[group]
 
 
 def merge_duplicates(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
