@@ -18,7 +18,8 @@ fit (where one ran), and the time of one plain pass ``(X @ v).sum()`` over the s
 is not run and shown as "-" (memory and exact mode at the largest sizes). Fits are timed once (the fits at the
 smaller sizes are the repeats of the curve's shape); the kernels are compiled before the first timed fit.
 
-    python benchmarks/default_mode.py [--n 1e4,...,1e7] [--d 16,64] [--limit 240] [--workdir DIR] [--out FILE]
+    python benchmarks/default_mode.py [--n 1e4,...,1e7] [--d 16,64] [--inputs numpy,dask,zarr]
+                                      [--modes memory,summary,exact] [--limit 240] [--workdir DIR] [--out FILE]
 
 Writes ``benchmarks/results/default-mode.md`` and the plot ``benchmarks/results/default-mode.png``.
 """
@@ -106,6 +107,7 @@ def main(argv=None) -> None:
     parser.add_argument("--n", default=SIZES, help="comma-separated row counts (1e4 ... 1e7 by sqrt(10))")
     parser.add_argument("--d", default="16,64")
     parser.add_argument("--inputs", default=",".join(INPUTS))
+    parser.add_argument("--modes", default=",".join(MODES), help="the modes timed beside the default")
     parser.add_argument("--param", action="append", default=[], help="NAME=VALUE (a Python literal)")
     parser.add_argument("--limit", type=float, default=240.0, help="skip a mode predicted to take longer (s)")
     parser.add_argument("--workdir", default=None)
@@ -150,7 +152,7 @@ def main(argv=None) -> None:
                         "default_ari": adjusted_rand_score(y, labels),
                     }
                     found = {"default": labels}
-                    for mode in MODES:
+                    for mode in args.modes.split(","):
                         if mode == "exact" and kind == "numpy":
                             continue  # exact mode on an array is the memory mode
                         before = last.get((kind, mode))

@@ -3,7 +3,8 @@ an earlier commit, measured in one run.
 
 The rows are those of ``benchmarks/cli.py``'s fit section: float32, 10 columns, five well-separated Gaussian groups
 (centres 12 e_k, unit variances, equal weights). For each method and size: ``METHODS[m].clustering(n_clusters=5)``
-(``--n-clusters``: another K, or ``auto``, the CLI's default) at its other defaults, fitted on rows in memory (numpy) ``--repeats`` times after one untimed warm-up fit on 3,000
+(``--n-clusters``: another K, or ``auto``, the CLI's default) at its other defaults but ``mode="exact"`` (in memory at
+every size), fitted on rows in memory (numpy) ``--repeats`` times after one untimed warm-up fit on 3,000
 rows (numba's cache, imports); the median of the fits' seconds, the cost per row, and the ARI of the labels against
 the groups and against the earlier commit's labels. Each checkout runs in a single-thread subprocess of its own
 (``NUMBA_NUM_THREADS=1``, BLAS one thread), one after the other, size by size, so that the two see the same machine.
@@ -61,7 +62,7 @@ def worker(checkout: str, method: str, n: int, repeats: int, labels_path: str, n
     seconds = []
     for _ in range(repeats):
         start = time.perf_counter()
-        est = cls(n_clusters=n_clusters).fit(X)
+        est = cls(n_clusters=n_clusters, mode="exact").fit(X)  # in memory at every size (auto: summary above 5e6 values)
         seconds.append(time.perf_counter() - start)
     np.save(labels_path, np.asarray(est.labels_))
     return {"s": statistics.median(seconds), "runs": seconds, "ari_truth": adjusted_rand_score(y, est.labels_),

@@ -332,7 +332,9 @@ def test_help_lists_the_methods_and_how_to_set_their_parameters(capsys):
     # values as --param takes them (a quoted 'null' or '"auto"' was shown before)
     assert "  mode=auto\n" in out and "  random_state=0\n" in out and "  force_n_clusters=true\n" in out
     assert main(["params", "svm-relabel"]) == 0  # each method's rule of mode=auto, where it differs from the others'
-    assert "mode=auto fits arrays in memory up to 20,000 rows" in capsys.readouterr().out
+    assert "mode=auto fits arrays of at most 5,000,000 values (rows x columns) and 20,000 rows in memory" in (
+        capsys.readouterr().out
+    )
 
 
 def test_version(capsys):

@@ -186,14 +186,16 @@ def test_auto_mode_fits_chunked_input_of_memory_size_on_its_rows(monkeypatch):
 
 
 def test_auto_mode_fits_chunked_input_over_the_read_budget_in_summary_mode_not_by_passes(monkeypatch):
-    """Issue 52: past the bytes a fit reads into memory, auto takes summary mode (two passes), never exact mode's
-    passes per evaluation; exact mode is taken when asked."""
+    """Issue 52: past the values a fit takes in memory, auto takes summary mode (two passes), never exact mode's
+    passes per evaluation; exact mode is taken when asked. Arrays follow the same rule."""
     from lowdens_dask.estimators import _params
 
     X = np.random.default_rng(7).standard_normal((3000, 4))
-    monkeypatch.setattr(_params, "AUTO_READ_BYTES", 3000 * 4 * 8 - 1)
+    assert ld.MDHClustering(n_clusters=2).fit(X).fit_mode_reason_ == "3,000 x 4 values, at most 5,000,000: in memory"
+    monkeypatch.setattr(_params, "AUTO_MEMORY_VALUES", 3000 * 4 - 1)
     model = ld.MDHClustering(n_clusters=2).fit(da.from_array(X, chunks=1000))
     assert model.fit_mode_ == "summary" and "more than" in model.fit_mode_reason_
     asked = ld.MDHClustering(n_clusters=2, mode="exact").fit(da.from_array(X, chunks=1000))
     assert asked.fit_mode_ == "exact" and asked.fit_mode_reason_ == "mode='exact' was asked"
-    assert ld.MDHClustering(n_clusters=2).fit(X).fit_mode_reason_ == "the rows are in memory"
+    assert ld.MDHClustering(n_clusters=2).fit(X).fit_mode_ == "summary"
+    assert ld.MDHClustering(n_clusters=2).fit(X, sample_weight=np.ones(3000)).fit_mode_ == "memory"

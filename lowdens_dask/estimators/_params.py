@@ -32,29 +32,27 @@ def is_chunked_input(X) -> bool:
     return isinstance(X, (da.Array, str, os.PathLike, zarr.Array))
 
 
-#: ``mode="auto"``: chunked input of at most this many bytes as float64 (and at most ``_auto_summary_rows`` rows) is
-#: read into memory in one pass and fitted there, as an array is; larger chunked input is fitted in summary mode. A
-#: fit in memory costs about a pass of the rows per evaluation, so past this size summary mode (two passes) is the
-#: cheaper of the two by far; exact mode by passes over the chunks costs two passes per evaluation and is taken only
-#: when asked (``mode="exact"``).
-AUTO_READ_BYTES = 256 * 2**20
-
-
-def _mib(n_bytes: float) -> str:
-    return f"{n_bytes / 2**20:,.0f} MiB"
+#: ``mode="auto"``: input of at most this many values (rows x columns; 40 MB as float64) is fitted in memory (chunked
+#: input read into memory in one pass), larger input in summary mode. A fit in memory costs about a microsecond per
+#: value (MDH told 12 clusters: 10^6 x 16 rows in 15-19 s, 10^5 x 64 in 9 s; benchmarks/results/default-mode.md),
+#: summary mode two passes and a second or two on the client, so past about 5 s in memory summary mode is several
+#: times cheaper at the same ARI there. Exact mode by passes over the chunks costs two passes per evaluation and is
+#: taken only when asked (``mode="exact"``).
+AUTO_MEMORY_VALUES = 5_000_000
 
 
 def choose_mode(est, X, sample_weight=None) -> tuple[str, str]:
     """How ``est`` fits ``X`` and why: ``(mode, reason)``, where mode is ``"memory"`` (rows in memory, or chunked
     rows read into memory in one pass), ``"summary"`` or ``"exact"`` (passes over the chunked rows).
 
-    The one rule of ``mode="auto"``, for every estimator, by cost: rows that are in memory, or that take at most
-    :data:`AUTO_READ_BYTES` (256 MiB as float64) in a Dask array or zarr store, are fitted in memory up to
-    ``_auto_summary_rows`` rows (2 million; SVM-relabel: 20,000; MSC: no limit); other input (larger, or chunked of
-    unknown size) in ``_auto_chunked_mode`` (summary mode; MSC: exact mode, by landmarks over the chunks). In-memory
-    input with ``sample_weight`` stays in memory. ``mode="exact"`` fits chunked input by passes over its chunks where
-    the estimator can (SVM-relabel cannot: summary mode), and in-memory input in memory. No size makes one more
-    row cost more than a step down to a cheaper mode: every switch is from memory to summary mode."""
+    The one rule of ``mode="auto"``, for every estimator, by cost: input of at most :data:`AUTO_MEMORY_VALUES` values
+    (rows x columns; 5 million, 40 MB as float64) and at most ``_auto_summary_rows`` rows (2 million; SVM-relabel:
+    20,000; MSC: no limit of either) is fitted in memory, a Dask array or zarr store read into memory in one pass;
+    other input (larger, or chunked of unknown size) in ``_auto_chunked_mode`` (summary mode; MSC: exact mode, by
+    landmarks over the chunks). In-memory input with ``sample_weight`` stays in memory (summary mode takes no
+    weights). ``mode="exact"`` fits chunked input by passes over its chunks where the estimator can (SVM-relabel
+    cannot: summary mode), and in-memory input in memory. Every switch is from memory to summary mode, the cheaper
+    one: no size makes one more row cost a step up."""
     chunked = is_chunked_input(X)
     mode = est.mode
     if mode != "auto":
@@ -66,26 +64,26 @@ def choose_mode(est, X, sample_weight=None) -> tuple[str, str]:
     shape = getattr(X, "shape", None)
     if isinstance(X, (str, os.PathLike)):  # a zarr store: its shape from its metadata
         shape = as_dask_array(X, storage_options=est.storage_options).shape
-    limit = est._auto_summary_rows
     known = shape is not None and len(shape) == 2 and math.isfinite(shape[0])
     if not known:  # input that is no 2-D array gets fit's own error in memory
         return ("summary", "the number of rows is unknown") if chunked else ("memory", "the rows are in memory")
-    n, d = shape
-    over = limit is not None and n > limit
-    if not chunked:
-        if over and sample_weight is None:
-            return "summary", f"{n:,} rows are more than {limit:,}"
-        if over:
-            return "memory", f"{n:,} rows are more than {limit:,}, but summary mode takes no sample_weight"
-        return "memory", "the rows are in memory"
-    if not est._exact_on_chunks or est._auto_chunked_mode != "summary":
+    if chunked and (not est._exact_on_chunks or est._auto_chunked_mode != "summary"):
         large = est._auto_chunked_mode if est._exact_on_chunks else "summary"
         return large, f"{type(est).__name__} fits chunked input in {large} mode"
-    if over:
-        return "summary", f"{n:,} rows are more than {limit:,}"
-    if n * d * 8 > AUTO_READ_BYTES:
-        return "summary", f"{n:,} x {d} rows take {_mib(n * d * 8)} as float64, more than {_mib(AUTO_READ_BYTES)}"
-    return "memory", f"{n:,} x {d} rows take {_mib(n * d * 8)} as float64, at most {_mib(AUTO_READ_BYTES)}: read in"
+    n, d = shape
+    limit = est._auto_summary_rows
+    where = "read into memory" if chunked else "in memory"
+    if limit is None:
+        return "memory", f"{type(est).__name__} fits its rows {where} whatever their number"
+    if n > limit:
+        over = f"{n:,} rows are more than {limit:,}"
+    elif n * d > AUTO_MEMORY_VALUES:
+        over = f"{n:,} x {d} values are more than {AUTO_MEMORY_VALUES:,}"
+    else:
+        return "memory", f"{n:,} x {d} values, at most {AUTO_MEMORY_VALUES:,}: {where}"
+    if sample_weight is not None and not chunked:
+        return "memory", f"{over}, but summary mode takes no sample_weight"
+    return "summary", over
 
 
 def fit_mode(est, X, sample_weight=None) -> str:
@@ -96,17 +94,15 @@ def fit_mode(est, X, sample_weight=None) -> str:
 def auto_mode_rule(est) -> str:
     """The rule of ``mode="auto"`` for ``est``, in words (:func:`choose_mode`; ``lowdens params`` prints it)."""
     limit = est._auto_summary_rows
-    rows = "" if limit is None else f" up to {limit:,} rows"
+    budget = "" if limit is None else f"of at most {AUTO_MEMORY_VALUES:,} values (rows x columns) and {limit:,} rows "
     if not est._exact_on_chunks or est._auto_chunked_mode != "summary":
         large = est._auto_chunked_mode if est._exact_on_chunks else "summary"
-        chunked = f"Dask arrays and zarr stores in {large} mode"
-    else:
-        chunked = (
-            f"Dask arrays and zarr stores of at most {_mib(AUTO_READ_BYTES)} as float64 read into memory in one pass"
-            f"{rows}, larger ones in summary mode (exact mode by passes over the chunks only with mode='exact')"
-        )
-    above = "" if limit is None else ", summary mode above (without sample_weight)"
-    return f"arrays in memory{rows}{above}; {chunked}"
+        above = "" if limit is None else ", larger ones in summary mode"
+        return f"arrays {budget}in memory{above}; Dask arrays and zarr stores in {large} mode"
+    return (
+        f"input {budget}in memory (a Dask array or zarr store read into memory in one pass), larger input in summary "
+        "mode (exact mode by passes over the chunks only with mode='exact')"
+    )
 
 
 def max_node_bytes(est) -> float:
@@ -130,9 +126,9 @@ def check_n_features(est, X) -> None:
 #: ``{scale_out}``; :func:`with_scale_out_doc`).
 SCALE_OUT_DOC = """    mode : {"auto", "exact", "summary"}, default="auto"
         How the rows are fitted (:func:`~lowdens_dask.estimators._params.choose_mode` has the rule; ``fit_mode_``
-        and ``fit_mode_reason_`` record it). "auto" picks by cost: arrays of up to 2 million rows, and Dask arrays
-        and zarr stores of at most 256 MiB as float64 (read into memory in one pass), are fitted in memory; larger
-        input in summary mode. "exact" fits every input exactly (Dask and zarr input by chunk-map and tree-reduce
+        and ``fit_mode_reason_`` record it). "auto" picks by cost: input of at most 5 million values (rows x
+        columns; a Dask array or zarr store read into memory in one pass) is fitted in memory, larger input in
+        summary mode. "exact" fits every input exactly (Dask and zarr input by chunk-map and tree-reduce
         passes over the rows, two per evaluation, with the in-memory result); "summary" forces summary mode
         (:mod:`lowdens_dask.estimators._summary_pass`). Small input, at most 256 rows (``SMALL_INPUT_ROWS``), is
         read into memory in one pass and fitted on its rows in every mode, with the tree and labels of the numpy

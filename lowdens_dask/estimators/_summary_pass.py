@@ -77,7 +77,7 @@ import numpy as np
 from ..backend import ChunkedData, as_dask_array
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.frame import check_value_range
-from ..backend.summary_pass import SummaryPass
+from ..backend.summary_pass import SummaryPass, summary_min_rows
 from ._params import is_chunked_input, seed_of
 
 #: Upper bound on microclusters per row chunk; it bounds the k-means cost per row.
@@ -90,13 +90,17 @@ SMALL_INPUT_ROWS = 256
 SMALL_INPUT_BYTES = 64 * 2**20
 
 def as_chunked(est, X) -> da.Array:
-    """The input as a row-chunked Dask array; in-memory input is cut into chunks that each hold
-    ``MAX_MICROCLUSTERS_PER_CHUNK`` microclusters of ``rows_per_microcluster`` rows."""
+    """The input as a row-chunked Dask array; in-memory input is cut into the groups of rows the summarising pass
+    reads together (:func:`~lowdens_dask.backend.summary_pass.summary_min_rows`, a whole number of chunks of
+    ``MAX_MICROCLUSTERS_PER_CHUNK`` microclusters of ``rows_per_microcluster`` rows): chunks of 1,280 rows made
+    10^7 rows 7,813 pieces of the graph to ship to a cluster's workers (63 s against 6 s for the same rows as a
+    Dask array of 125,000-row chunks)."""
     if is_chunked_input(X):
         return as_dask_array(X, storage_options=est.storage_options)
     X = np.asarray(X)
-    rows = int(max(1, est.rows_per_microcluster * MAX_MICROCLUSTERS_PER_CHUNK))
-    return as_dask_array(da.from_array(X, chunks=(rows, X.shape[1])))
+    least = int(max(1, est.rows_per_microcluster * MAX_MICROCLUSTERS_PER_CHUNK))
+    group = summary_min_rows(X.shape[0], est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, est.max_microclusters)
+    return as_dask_array(da.from_array(X, chunks=(least * -(-group // least), X.shape[1])))
 
 
 def check_nonfinite(est, n_nonfinite: int, n_rows: int) -> None:
