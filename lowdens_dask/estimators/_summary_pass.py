@@ -2,7 +2,7 @@
 (:class:`~lowdens_dask.estimators._fit.TreeClustering`), for Dask arrays and zarr stores (path or fsspec URL,
 ``.../store.zarr/array`` for an array inside a group).
 
-**Summary mode** (``mode="auto"`` for chunked input and above ``AUTO_SUMMARY_ROWS`` rows, or
+**Summary mode** (``mode="auto"`` above ``AUTO_MEMORY_VALUES`` values or ``AUTO_SUMMARY_ROWS`` rows, or
 ``mode="summary"``):
 
 1. one chunked pass builds weighted microclusters (chunk-local k-means, at most

@@ -267,8 +267,7 @@ class MDHClustering(_DivisiveClustering):
         How the last :meth:`fit` ran: ``"memory"`` (Dask and zarr input read into memory included), ``"exact"``
         (passes over the chunks) or ``"summary"`` (``mode``'s rule).
     fit_mode_reason_ : str
-        Why: the rule's words for this input (for example "2,000,000 x 64 rows take 977 MiB as float64, more
-        than 256 MiB").
+        Why: the rule's words for this input (for example "2,000,000 x 64 values are more than 5,000,000").
     n_microclusters_ : int
         Summary mode only: size of the summary (the number of rows, for small input fitted on its rows).
     timings_ : dict
