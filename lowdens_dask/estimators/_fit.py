@@ -27,9 +27,9 @@ from ..backend import as_dask_array
 from ..backend.chunked import ChunkedNode
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.passes import PassCounter
-from ..tree.drift import shares
 from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree, leaf_labels_from_json
+from ..tree.drift import shares
 from ..tree.grower import Growth, merge_unreached_leaves
 from ._constraints import check_scale_out_params
 from ._label_pass import store_labels
@@ -115,7 +115,8 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     ``(function, args, labels_nonfinite)``, by default the tree's leaves)."""
 
     _method: str
-    #: ``choose_mode``'s rule: in-memory input above this many rows goes to summary mode (None: never)
+    #: ``choose_mode``'s rule: input above this many rows (or ``AUTO_MEMORY_VALUES`` values) goes to summary mode
+    #: (None: never, whatever the values)
     _auto_summary_rows: int | None = AUTO_SUMMARY_ROWS
     #: ``choose_mode``'s rule: the mode of chunked input under mode="auto"
     _auto_chunked_mode = "summary"
