@@ -29,6 +29,7 @@ import numpy as np
 
 from lowdens_dask import METHODS, ClusterTree, check_params
 from lowdens_dask.backend import ChunkedData
+from lowdens_dask.pursuit.significance import SplitTest, is_significant
 from lowdens_dask.tree import leaf_labels_from_json
 
 from .continuity import contingency, match_cluster_ids, stability
@@ -295,10 +296,11 @@ def _figures(estimator) -> dict:
     level = getattr(estimator, "significance_level", None)
     if level is not None:  # a told K beyond what is significant: the splits that are not
         figures["significance_level"] = float(level)
+        test = SplitTest(float(level), 0)  # judged as the grower judges a split: is_significant
         figures["splits_not_significant"] = [
             node.id
             for node in estimator.tree_
-            if not node.is_leaf and node.stats.get("p_value") is not None and node.stats["p_value"] >= level
+            if not node.is_leaf and "p_value" in node.stats and not is_significant(node.stats, test)
         ]
     return figures
 

@@ -59,6 +59,7 @@ def test_sorted_copy_is_numpys_sort_and_leaves_its_input(seed):
     cases = [
         rng.standard_normal(5000),
         np.sort(rng.standard_normal(3000)),
+        np.sort(rng.standard_normal(3000))[::-1],
         rng.integers(0, 7, 4000).astype(float),
         rng.standard_normal(3),
         np.append(rng.standard_normal(2000), [np.nan, -np.inf, np.inf]),
