@@ -225,6 +225,42 @@ def test_group_sums_matches_bincount():
     np.testing.assert_allclose(sq, np.bincount(labels, weights=(x64**2).sum(axis=1), minlength=7), rtol=1e-12)
 
 
+def test_weighted_group_sums_matches_bincount():
+    from lowdens_dask.kernels.summaries import weighted_group_sums
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(400, 3))
+    labels = rng.integers(0, 5, size=400)
+    w = rng.uniform(0, 3, size=400)
+    counts, sums, sq = weighted_group_sums(x, labels, 5, w)
+    np.testing.assert_allclose(counts, np.bincount(labels, weights=w, minlength=5), rtol=1e-13)
+    for c in range(3):
+        np.testing.assert_allclose(
+            sums[:, c], np.bincount(labels, weights=w * x[:, c], minlength=5), rtol=1e-12, atol=1e-12
+        )
+    np.testing.assert_allclose(sq, np.bincount(labels, weights=w * (x**2).sum(axis=1), minlength=5), rtol=1e-12)
+
+
+def test_weighted_microclusters_stand_for_the_repeated_rows():
+    """Integer weights: the microclusters hold the rows' total weight, their weighted mean and scatter, and the
+    same number of microclusters as the rows repeated would get; rows of weight 0 are in none."""
+    from lowdens_dask.kernels.summaries import microclusters
+
+    rng = np.random.default_rng(2)
+    x = np.vstack([rng.normal(0, 1, (300, 2)), rng.normal(8, 1, (300, 2))])
+    w = rng.integers(0, 4, size=600).astype(np.float64)
+    for k in (5, 40):  # 40 x 128 > total weight: Lloyd on every row; 5: on a weighted sample
+        counts, means, spread, reps = microclusters(x, k, 0, representatives=True, weights=w)
+        assert counts.sum() == w.sum()
+        np.testing.assert_allclose(counts @ means / counts.sum(), w @ x / w.sum(), rtol=1e-12)
+        total_scatter = (w * ((x - w @ x / w.sum()) ** 2).sum(axis=1)).sum()
+        within_and_between = counts @ spread + counts @ ((means - w @ x / w.sum()) ** 2).sum(axis=1)
+        np.testing.assert_allclose(within_and_between, total_scatter, rtol=1e-10)
+        assert len(counts) == k
+        zero = {tuple(r) for r in x[w == 0]}
+        assert not any(tuple(r) in zero for r in reps)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_finite_column_range_matches_numpy(dtype):
     from lowdens_dask.kernels.summaries import finite_column_range

@@ -354,8 +354,11 @@ def test_bad_input_is_refused():
         MSC().fit(X[:1])
     with pytest.raises(ValueError, match="constant"):
         MSC().fit(np.ones((10, 3)))
-    with pytest.raises(ValueError, match="sample_weight is not supported for Dask"):
-        MSC().fit(da.from_array(X, chunks=(10, 2)), sample_weight=np.ones(20))
+    weights = np.arange(1.0, 21.0)  # a Dask array's weights are read with its rows (small input: in memory)
+    np.testing.assert_array_equal(
+        np.asarray(MSC().fit(da.from_array(X, chunks=(10, 2)), sample_weight=weights).labels_),
+        MSC().fit(X, sample_weight=weights).labels_,
+    )
     with pytest.raises(ValueError, match="solver='exact' needs the rows in memory"):
         MSC(solver="exact").fit(da.from_array(X, chunks=(10, 2)))
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):

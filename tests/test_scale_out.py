@@ -176,8 +176,10 @@ def test_bad_summary_parameters():
         MDHClustering(refine=-1, mode="summary").fit(X)
     with pytest.raises(ValueError, match="rows_per_microcluster"):
         MDHClustering(rows_per_microcluster=0, mode="summary").fit(X)
-    with pytest.raises(ValueError, match="sample_weight"):
-        MDHClustering(mode="summary").fit(X, sample_weight=np.ones(len(X)))
+    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
+        MDHClustering(mode="summary").fit(X, sample_weight=-np.ones(len(X)))
+    with pytest.raises(ValueError, match="sample_weight with refine=2"):
+        MDHClustering(mode="summary", refine=2).fit(X, sample_weight=np.ones(len(X)))
 
 
 def test_mdh_from_zarr_path(client, store):

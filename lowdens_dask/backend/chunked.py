@@ -35,29 +35,38 @@ class ChunkedData:
     ----------
     X : dask.array.Array
         Row-chunked array (see :func:`as_dask_array`).
+    weights : dask.array.Array, optional
+        The rows' frequencies, a 1-D array with X's row chunks, and their sum ``total_weight``.
     """
 
-    def __init__(self, X: da.Array):
+    def __init__(self, X: da.Array, weights: da.Array | None = None, total_weight: float | None = None):
         self.X = X
+        self.weights, self.total_weight = weights, total_weight
         self.n_samples, self.n_features = X.shape
 
     def summarise(
         self, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0, budget: int | None = None
     ) -> SummaryPass:
         """The summarising pass (:func:`~lowdens_dask.backend.summary_pass.summarise_chunks`)."""
-        return summarise_chunks(self.X, rows_per_microcluster, max_per_chunk, seed, budget)
+        return summarise_chunks(
+            self.X, rows_per_microcluster, max_per_chunk, seed, budget, self.weights, self.total_weight
+        )
 
     def label_rows(self, labeler: Callable, *args, labels_nonfinite: bool = False, out=None):
         """The label pass (:func:`~lowdens_dask.backend.label_pass.label_rows`)."""
         return label_rows(self.X, labeler, *args, labels_nonfinite=labels_nonfinite, out=out)
 
 
-def _node_rows(x: np.ndarray, path: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """The finite rows of a chunk (as float64) on the given sides of the path's splits, and their mask.
+def _node_rows(block, path: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The finite rows of a chunk (as float64) on the given sides of the path's splits, and their mask. A weighted
+    node's ``block`` is ``(x, weights)``; its weights are :func:`_node_weights`'.
 
     A path entry is ``(v, b, side)`` for a hyperplane, or ``(router, side)`` for any split rule (an object
     whose ``side(rows)`` is True for the rows of side 1)."""
+    x = block[0] if isinstance(block, tuple) else block
     keep = np.isfinite(x).all(axis=1)
+    if isinstance(block, tuple):  # rows of weight 0 carry nothing (the label pass routes them as any row)
+        keep &= np.asarray(block[1]) > 0
     if not keep.all():
         x = np.where(keep[:, None], x, 0.0)
     x = np.asarray(x, dtype=np.float64)
@@ -71,20 +80,31 @@ def _node_rows(x: np.ndarray, path: tuple) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], keep
 
 
+def _node_weights(block, path: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_node_rows` and the rows' weights (ones for a block without weights)."""
+    rows, keep = _node_rows(block, path)
+    if not isinstance(block, tuple):
+        return rows, np.ones(rows.shape[0])
+    return rows, np.asarray(block[1], dtype=np.float64)[keep]
+
+
 def _apply_to_block(fn: Callable, x: np.ndarray, path: tuple, args: tuple):
     large_allocations_from_the_heap()
     return fn(x, path, *args)
 
 
 def _chunk_stats(x: np.ndarray, path: tuple):
-    """Rows, column sums, rows with NaN/inf, and each column's least and largest value (of the node's rows)."""
-    rows, _ = _node_rows(x, path)
+    """Total weight, weighted column sums, rows with NaN/inf, each column's least and largest value (of the node's
+    rows), and rows."""
+    rows, weights = _node_weights(x, path)
+    x = x[0] if isinstance(x, tuple) else x
     return (
-        np.float64(rows.shape[0]),
-        rows.sum(axis=0),
+        float(weights.sum()),
+        weights @ rows,
         int(x.shape[0] - np.isfinite(x).all(axis=1).sum()),
         rows.min(axis=0, initial=np.inf),
         rows.max(axis=0, initial=-np.inf),
+        rows.shape[0],
     )
 
 
@@ -94,22 +114,28 @@ def _combine_stats(*parts):
         *_sum(*(part[:3] for part in parts)),
         np.minimum.reduce([part[3] for part in parts]),
         np.maximum.reduce([part[4] for part in parts]),
+        sum(part[5] for part in parts),
     )
 
 
 def _chunk_node_microclusters(
     x: np.ndarray, path: tuple, rows_per_microcluster: float, max_per_chunk: int, sample: tuple, seed
 ):
-    rows, _ = _node_rows(x, path)
-    k = min(int(np.ceil(rows.shape[0] / rows_per_microcluster)), max_per_chunk)
-    counts, means, spread = microclusters(rows, k, seed)
-    kept, keys = bottom_rows(rows, sample_keys(rows.shape[0], np.random.default_rng([seed, 1])), *sample)
+    rows, weights = _node_weights(x, path)
+    weighted = isinstance(x, tuple)
+    k = min(int(np.ceil(weights.sum() / rows_per_microcluster)), max_per_chunk, rows.shape[0])
+    counts, means, spread = microclusters(rows, k, seed, weights=weights if weighted else None)
+    keys = sample_keys(rows.shape[0], np.random.default_rng([seed, 1]))
+    if weighted:
+        with np.errstate(divide="ignore"):
+            keys = keys / weights  # the least of w exponential keys (as the summarising pass draws them)
+    kept, keys = bottom_rows(rows, keys, *sample)
     return counts, means, spread, kept, keys, rows.shape[0], 0
 
 
 def _chunk_weight_below(x: np.ndarray, path: tuple, v: np.ndarray, b: float) -> float:
-    rows, _ = _node_rows(x, path)
-    return float((rows @ v < b).sum())
+    rows, weights = _node_weights(x, path)
+    return float(weights[rows @ v < b].sum())
 
 
 def _chunk_gap(x: np.ndarray, path: tuple, v: np.ndarray, b: float):
@@ -131,15 +157,15 @@ def _combine_gaps(*parts):
 
 def _chunk_scatter(x: np.ndarray, path: tuple, mean: np.ndarray, unit: np.ndarray) -> np.ndarray:
     """The scatter of the node's rows with each column divided by ``unit`` (a power of two: exact)."""
-    rows, _ = _node_rows(x, path)
+    rows, weights = _node_weights(x, path)
     rows = rows / unit - mean / unit
-    return rows.T @ rows
+    return rows.T @ (rows * weights[:, None]) if isinstance(x, tuple) else rows.T @ rows
 
 
 def _chunk_project(x: np.ndarray, path: tuple, U: np.ndarray, offset: np.ndarray):
     large_allocations_from_the_heap()
-    rows, _ = _node_rows(x, path)
-    return np.ascontiguousarray((rows @ U - offset).T), np.ones(rows.shape[0])
+    rows, weights = _node_weights(x, path)
+    return np.ascontiguousarray((rows @ U - offset).T), weights
 
 
 def _chunk_backproject(x: np.ndarray, path: tuple, part, fn: Callable, args: tuple):
@@ -233,7 +259,9 @@ def _apply_to_part(fn: Callable, part: tuple, args: tuple):
 def _gather_node_rows(path: tuple, *blocks) -> InMemoryData:
     """The node's finite rows of every chunk, in row order, as float64 rows in memory (a task on one worker)."""
     large_allocations_from_the_heap()
-    return InMemoryData(np.concatenate([_node_rows(x, path)[0] for x in blocks]))
+    parts = [_node_weights(x, path) for x in blocks]
+    rows = np.concatenate([part[0] for part in parts])
+    return InMemoryData(rows, np.concatenate([part[1] for part in parts]) if isinstance(blocks[0], tuple) else None)
 
 
 def _as_literals(*values) -> list:
@@ -247,7 +275,8 @@ class ChunkedNode:
 
     Provides the data-layer operations of :class:`~lowdens_dask.backend.InMemoryData` that projection
     pursuit uses (mean, leading eigenvectors, total weight, split), with projections held in chunks
-    (:class:`Projections`) instead of whole arrays. All rows have weight 1.
+    (:class:`Projections`) instead of whole arrays. Rows have weight 1, or the ``weights`` given (frequencies: a
+    1-D array with X's row chunks), which every pass reads beside the rows.
 
     Parameters
     ----------
@@ -261,14 +290,24 @@ class ChunkedNode:
     #: Rows are held in chunks: every operation is a pass over them.
     chunked = True
 
-    def __init__(self, X: da.Array, path: tuple = (), counter: PassCounter | None = None, check_scale: bool = True):
+    def __init__(
+        self,
+        X: da.Array,
+        path: tuple = (),
+        counter: PassCounter | None = None,
+        check_scale: bool = True,
+        weights: da.Array | None = None,
+    ):
         self.X = X
+        self.weights = weights
         self.check_scale = check_scale and not path
         self.path = tuple(path)
         self.counter = PassCounter() if counter is None else counter
         self.n_features = X.shape[1]
         self.blocks = X.to_delayed().ravel()
-        self.token = dask.base.tokenize(X, self.path)[:12]
+        if weights is not None:  # each block a (rows, weights) pair
+            self.blocks = [(x, w) for x, w in zip(self.blocks, weights.rechunk((X.chunks[0],)).to_delayed().ravel())]
+        self.token = dask.base.tokenize(X, self.path, *(() if weights is None else (weights,)))[:12]
         self._stats = None
         self._scatter = None
 
@@ -291,7 +330,7 @@ class ChunkedNode:
     @property
     def n_samples(self) -> int:
         """Rows in the node (finite rows only)."""
-        return int(self._row_stats()[0])
+        return int(self._row_stats()[5])
 
     @property
     def total_weight(self) -> float:
@@ -308,7 +347,7 @@ class ChunkedNode:
 
     def column_units(self) -> np.ndarray:
         """Per column, the power of two at or above its largest |x| (:func:`~lowdens_dask.backend.frame.column_units`)."""
-        _, _, _, lo, hi = self._row_stats()
+        _, _, _, lo, hi, _ = self._row_stats()
         return column_units(np.maximum(np.abs(lo), np.abs(hi), where=np.isfinite(lo), out=np.zeros(lo.shape[0])))
 
     def _unit_scatter(self) -> np.ndarray:
@@ -372,24 +411,26 @@ class ChunkedNode:
         name = f"lowdens-node-summarise-{dask.base.tokenize(self.token, rows_per_microcluster, seed)[:12]}"
         (path,) = _as_literals(self.path)
         size = sample_size(self.n_features)
-        sample = (size, key_threshold(self.n_samples, size))
+        sample = (size, key_threshold(self.total_weight, size))
         chunks = [
             (_chunk_node_microclusters, b, path, (rows_per_microcluster, max_per_chunk, sample, int(s)))
             for b, s in zip(self.blocks, seeds)
         ]
         counts, means, spread, sample, keys, _, _ = map_reduce(name, _apply_to_block, chunks, concat_summaries)
         sample, keys = bottom_rows(sample, keys, size)
-        n_rows = round(float(counts.sum()))
-        return ClusterSummary(means, counts, spread / self.n_features, n_rows, 0, sample, keys)
+        return ClusterSummary(means, counts, spread / self.n_features, self.n_samples, 0, sample, keys)
 
     def partition_by(self, router) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows on side 0 and on side 1 of a split rule (``router.side(rows)`` True for side 1)."""
-        return tuple(ChunkedNode(self.X, self.path + ((router, side),), self.counter) for side in (0, 1))
+        return tuple(self._child(self.path + ((router, side),)) for side in (0, 1))
 
     def partition(self, v: np.ndarray, b: float) -> tuple[ChunkedNode, ChunkedNode]:
         """The rows with ``x @ v < b`` and those with ``x @ v >= b``."""
         v = np.asarray(v, dtype=np.float64)
-        return tuple(ChunkedNode(self.X, self.path + ((v, float(b), side),), self.counter) for side in (0, 1))
+        return tuple(self._child(self.path + ((v, float(b), side),)) for side in (0, 1))
+
+    def _child(self, path: tuple) -> ChunkedNode:
+        return ChunkedNode(self.X, path, self.counter, weights=self.weights)
 
     @property
     def nbytes(self) -> int:

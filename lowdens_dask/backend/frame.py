@@ -191,7 +191,7 @@ def exact_frame(root, standardize: bool):
     _warn_constant(constant & (var > 0))
     if frame.mean is None:
         return root, frame
-    return type(root)((root.X - frame.mean) / frame.scale, counter=root.counter), frame
+    return type(root)((root.X - frame.mean) / frame.scale, counter=root.counter, weights=root.weights), frame
 
 
 def rows_frame(X: np.ndarray, weights: np.ndarray, standardize: bool) -> tuple[Frame, np.ndarray]:

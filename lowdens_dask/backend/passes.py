@@ -50,11 +50,18 @@ def chunks_read(key) -> int:
 
 
 def chunk_tasks(
-    name: str, X: da.Array, fn: Callable, groups: Sequence[tuple[int, int]], shared: tuple = (), own=None
+    name: str,
+    X: da.Array,
+    fn: Callable,
+    groups: Sequence[tuple[int, int]],
+    shared: tuple = (),
+    own=None,
+    weights: da.Array | None = None,
 ) -> list:
     """One delayed task per group ``(first, stop)`` of consecutive row chunks of X: ``fn(*shared, *own[i],
     *chunks)``, with key ``(name, first, stop)`` (``name`` starts with one of :data:`CHUNK_TASK_PREFIXES`), in one
-    graph layer.
+    graph layer. With ``weights`` (a 1-D array with X's row chunks), the same chunks of it follow X's:
+    ``fn(*shared, *own[i], *chunks, *weight_chunks)``.
 
     Each task reads its chunks itself: the tasks of X's last layer (the chunk reads of a zarr store) are nested in
     it, so a chunk is never a task result of its own that a scheduler may place on another worker than the task
@@ -66,23 +73,43 @@ def chunk_tasks(
     from dask.delayed import Delayed
     from dask.highlevelgraph import HighLevelGraph
 
-    rows = [key[0] for key in X.__dask_keys__()]  # X has one column chunk
-    graph = X.__dask_graph__()
+    assert name.startswith(CHUNK_TASK_PREFIXES), name
+    arrays = [X] if weights is None else [X, weights]
+    if weights is not None and weights.chunks[0] != X.chunks[0]:
+        raise ValueError("chunk_tasks: the weights' row chunks differ from X's.")
+    graph = HighLevelGraph.merge(*(a.__dask_graph__() for a in arrays)) if weights is not None else X.__dask_graph__()
     constants = [dask.delayed(value, pure=True) for value in shared]
     refs = [TaskRef(c.key) for c in constants]
-    reads = dict(graph.layers[X.name]) if X.name in graph.layers else {}
-    nested = all(isinstance(reads.get(row), Task) for row in rows)
-    assert name.startswith(CHUNK_TASK_PREFIXES), name
+    # a layer another layer reads (the weights taken from X's columns) stays a layer of its own
+    needed = {dep for n, deps in graph.dependencies.items() if n not in (a.name for a in arrays) for dep in deps}
+    needed |= {dep for a in arrays for dep in graph.dependencies.get(a.name, ()) if dep in (b.name for b in arrays)}
+    readers = []  # per array: its chunk keys, and a chunk's read nested in the task, or a reference to it
+    for a in arrays:
+        keys = [key[0] if isinstance(key, list) else key for key in a.__dask_keys__()]  # one column chunk
+        reads = dict(graph.layers[a.name]) if a.name in graph.layers else {}
+        nested = (
+            a.name not in needed and len(reads) == len(keys) and all(isinstance(reads.get(key), Task) for key in keys)
+        )
+        readers.append((a.name, keys, reads, nested))
+
+    def chunk_reads(first: int, stop: int) -> list:
+        return [
+            reads[key] if nested else TaskRef(key) for _, keys, reads, nested in readers for key in keys[first:stop]
+        ]
+
     layer = {
         (name, first, stop): Task(
-            (name, first, stop), fn, *refs, *(() if own is None else own[i]),
-            *(reads[row] if nested else TaskRef(row) for row in rows[first:stop]),
-        )  # fmt: skip
+            (name, first, stop), fn, *refs, *(() if own is None else own[i]), *chunk_reads(first, stop)
+        )
         for i, (first, stop) in enumerate(groups)
     }
-    below = graph.dependencies[X.name] if nested else {X.name}
-    layers = {n: g for n, g in graph.layers.items() if not (nested and n == X.name)}
-    dependencies = {n: set(graph.dependencies[n]) for n in layers}
+    inlined = {a_name for a_name, _, _, nested in readers if nested}
+    below = set()
+    for a_name, _, _, nested in readers:
+        below |= set(graph.dependencies[a_name]) if nested else {a_name}
+    below -= inlined
+    layers = {n: g for n, g in graph.layers.items() if n not in inlined}
+    dependencies = {n: set(graph.dependencies[n]) - inlined for n in layers}
     for c in constants:
         layers.update(c.__dask_graph__().layers)
         dependencies.update(c.__dask_graph__().dependencies)

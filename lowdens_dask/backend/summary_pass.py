@@ -31,21 +31,34 @@ class SummaryPass(NamedTuple):
 
 
 def _chunk_microclusters(
-    rows_per_microcluster: float, max_per_chunk: int, sample: tuple, seed: int, *blocks: np.ndarray
+    rows_per_microcluster: float, max_per_chunk: int, sample: tuple, seed: int, weighted: bool, *blocks: np.ndarray
 ):
-    """Microclusters of consecutive row chunks (``blocks``) and their share of the summary's sample (``sample``:
-    its size and key threshold, :func:`~lowdens_dask.backend.cluster_summary.key_threshold`):
-    ``(counts, means, spread, representatives, sample rows, sample keys, rows, rows with NaN/inf)``."""
+    """Microclusters of consecutive row chunks (``blocks``; ``weighted``: the rows' chunks, then as many chunks of
+    their weights) and their share of the summary's sample (``sample``: its size and key threshold,
+    :func:`~lowdens_dask.backend.cluster_summary.key_threshold`): ``(counts, means, spread, representatives,
+    sample rows, sample keys, rows, rows with NaN/inf)``. A row of weight w counts as w rows: in the number of
+    microclusters, their counts, means and spread, and in its sample key (the least of w copies' keys)."""
+    weights = None
+    if weighted:
+        blocks, weight_blocks = blocks[: len(blocks) // 2], blocks[len(blocks) // 2 :]
+        weights = np.concatenate(weight_blocks).astype(np.float64, copy=False)
     x = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     n = x.shape[0]
     n_nonfinite, lo, hi = finite_column_range(x)  # one pass, where numpy's checks took three
     if n_nonfinite:
-        x = x[np.isfinite(x).all(axis=1)]
+        finite = np.isfinite(x).all(axis=1)
+        x = x[finite]
+        weights = None if weights is None else weights[finite]
     if x.shape[0]:  # values beyond SCALE_RANGE are refused here, before the k-means squares them (and overflows)
         check_value_range(lo, hi, spread=False)
-    k = min(int(np.ceil(x.shape[0] / rows_per_microcluster)), max_per_chunk)
-    counts, means, spread, representatives = microclusters(x, k, seed, representatives=True)
-    rows, keys = bottom_rows(x, sample_keys(x.shape[0], np.random.default_rng([seed, 1])), *sample)
+    total = x.shape[0] if weights is None else float(weights.sum())
+    k = min(int(np.ceil(total / rows_per_microcluster)), max_per_chunk, x.shape[0])
+    counts, means, spread, representatives = microclusters(x, k, seed, representatives=True, weights=weights)
+    keys = sample_keys(x.shape[0], np.random.default_rng([seed, 1]))
+    if weights is not None:
+        with np.errstate(divide="ignore"):
+            keys = keys / weights  # the least of w exponential keys; weight 0: never sampled
+    rows, keys = bottom_rows(x, keys, *sample)
     return counts, means, spread, representatives, rows.astype(np.float64), keys, n, n_nonfinite
 
 
@@ -116,10 +129,18 @@ def summary_blocks(chunks: Sequence[int], min_rows: int, row_bytes: int) -> tupl
 
 
 def summarise_chunks(
-    X: da.Array, rows_per_microcluster: float, max_per_chunk: int, seed: int = 0, budget: int | None = None
+    X: da.Array,
+    rows_per_microcluster: float,
+    max_per_chunk: int,
+    seed: int = 0,
+    budget: int | None = None,
+    weights: da.Array | None = None,
+    total_weight: float | None = None,
 ) -> SummaryPass:
     """One pass: chunk-local k-means microclusters, each with its member row nearest to its mean, and a count
-    of rows with NaN/inf; with a ``budget``, at most that many microclusters, merged on the workers.
+    of rows with NaN/inf; with a ``budget``, at most that many microclusters, merged on the workers. ``weights``
+    (a 1-D array with X's row chunks, frequencies summing to ``total_weight``) make each row count as that many
+    rows.
 
     Each task gets ``min(ceil(rows / rows_per_microcluster), max_per_chunk)`` microclusters of one chunk or of
     a group of consecutive chunks (:func:`summary_min_rows`, :func:`summary_blocks`), read by the task itself.
@@ -128,6 +149,9 @@ def summarise_chunks(
     """
     chunks = X.chunks[0]
     min_rows = summary_min_rows(sum(chunks), rows_per_microcluster, max_per_chunk, budget)
+    if weights is not None and total_weight:  # groups that weigh what min_rows rows of weight 1 would
+        counted = summary_min_rows(total_weight, rows_per_microcluster, max_per_chunk, budget)
+        min_rows = max(1, int(counted * sum(chunks) / total_weight))  # at most in-memory input's chunk (a ceil)
     groups = summary_blocks(chunks, min_rows, X.shape[1] * X.itemsize)
     bounds, first = [], 0
     for rows in groups:  # groups are unions of consecutive chunks (a chunk larger than a group: itself)
@@ -137,11 +161,13 @@ def summarise_chunks(
             stop += 1
         bounds.append((first, stop))
         first = stop
-    name = f"lowdens-summarise-{dask.base.tokenize(X)[:8]}"
+    name = f"lowdens-summarise-{dask.base.tokenize(X, *(() if weights is None else (weights,)))[:8]}"
     seeds = np.random.default_rng(seed).integers(0, 2**31 - 1, size=len(groups))
     size = sample_size(X.shape[1])
-    shared = (rows_per_microcluster, max_per_chunk, (size, key_threshold(sum(chunks), size)))
-    parts = chunk_tasks(name, X, _chunk_microclusters, bounds, shared, [(int(s),) for s in seeds])
+    counted = sum(chunks) if weights is None else total_weight
+    shared = (rows_per_microcluster, max_per_chunk, (size, key_threshold(counted, size)))
+    own = [(int(s), weights is not None) for s in seeds]
+    parts = chunk_tasks(name, X, _chunk_microclusters, bounds, shared, own, weights=weights)
     combine = functools.partial(_merge_summaries, sum(chunks), budget, size, int(seed))
     if len(parts) == 1:  # one task: its summary is still merged down to the budget (no reduction would)
         parts = [delayed_task(combine)(parts[0], dask_key_name=f"{name}-combine")]

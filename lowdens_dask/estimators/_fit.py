@@ -50,7 +50,7 @@ from ._summary_pass import (
     summarise,
     summary_of_rows,
 )
-from ._validation import check_fit_rows, labels_with_skipped, predict_rows, reject_strings
+from ._validation import check_fit_rows, chunked_weights, labels_with_skipped, predict_rows, reject_strings
 
 
 def _clock() -> tuple[float, float]:
@@ -120,6 +120,8 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     _auto_summary_rows: int | None = AUTO_SUMMARY_ROWS
     #: ``choose_mode``'s rule: the mode of chunked input under mode="auto"
     _auto_chunked_mode = "summary"
+    #: ``choose_mode``'s rule: whether summary mode takes ``sample_weight`` (else weighted rows stay in memory)
+    _weights_in_summary = True
     #: ``choose_mode``'s rule: whether chunked input can be fitted exactly (else in summary mode)
     _exact_on_chunks = True
     #: whether :meth:`partial_fit` updates a fitted tree
@@ -165,12 +167,12 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def _grow_node(self, root: ChunkedNode) -> Growth:
         raise NotImplementedError
 
-    def _grow_chunked(self, arr) -> tuple[Growth, int, PassCounter]:
-        """Exact mode on chunked rows: ``(growth, rows set aside for NaN/inf, the passes)``."""
-        root = ChunkedNode(arr)
+    def _grow_chunked(self, arr, weights: tuple | None = None) -> tuple[Growth, int, PassCounter]:
+        """Exact mode on chunked rows (with their ``weights``): ``(growth, rows set aside for NaN/inf, the passes)``."""
+        root = ChunkedNode(arr, weights=None if weights is None else weights[0])
         check_nonfinite(self, root.n_nonfinite, arr.shape[0])
         check_enough_rows(root.n_samples, arr.shape[0])
-        spread = np.sqrt(np.diag(root.scatter_matrix()) / root.n_samples)  # the pass the growth needs first
+        spread = np.sqrt(np.diag(root.scatter_matrix()) / root.total_weight)  # the pass the growth needs first
         if np.all(spread <= CONSTANT_RTOL * np.abs(root.mean())):  # every row the same point, up to rounding
             raise ValueError("Every feature of X is constant; there is no direction to split along.")
         return self._grow_node(root), root.n_nonfinite, root.counter
@@ -205,30 +207,35 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         chunked = is_chunked_input(X)
         if mode == "memory" and not chunked:
             return self._fit_in_memory(X, sample_weight)
-        if sample_weight is not None:
-            where = (
-                "in summary mode (the summary carries the weights)" if mode == "summary" else "for Dask or zarr input"
-            )
-            raise ValueError(f"sample_weight is not supported {where}.")
         if mode == "exact":
             self._check_chunked()
-        self._fit_chunks(X, mode)
-        if mode != "summary" and self._updatable:
+        self._fit_chunks(X, mode, sample_weight)
+        if mode != "summary" and self._updatable and not hasattr(self, "_rows_fitted"):
             self._rows_fitted = (X, None)  # summarised when the first update comes
         return self
 
-    def _fit_chunks(self, X, mode: str) -> None:
+    def _fit_chunks(self, X, mode: str, sample_weight=None) -> None:
         """Summary or exact mode: ``X`` as row chunks (in-memory input in summary mode is cut into chunks), small
-        input read into memory, the summarising pass, or the chunked rows of exact mode."""
+        input read into memory, the summarising pass, or the chunked rows of exact mode. ``sample_weight``
+        (frequencies, one per row: numpy, Dask or zarr) is chunked as the rows are."""
         chunked = is_chunked_input(X)
-        arr = as_chunked(self, X) if mode == "summary" else as_dask_array(X, storage_options=self.storage_options)
+        if mode == "summary":
+            arr = as_chunked(self, X, sample_weight)
+        else:
+            arr = as_dask_array(X, storage_options=self.storage_options)
+        weights = None if sample_weight is None else chunked_weights(sample_weight, arr)
+        if weights is not None and getattr(self, "refine", 0) and mode == "summary":
+            raise ValueError(
+                f"sample_weight with refine={self.refine}: the refining passes over the rows count each row once; "
+                "set refine=0, or fit the rows in memory."
+            )
         check_worker_memory(chunk_bytes(arr))
         if is_small_input(arr) or mode == "memory":
-            self._fit_small_input(arr, chunked, summary=mode == "summary")
+            self._fit_small_input(arr, chunked, mode == "summary", weights)
         elif mode == "summary":
-            self._fit_summary(arr, chunked)
+            self._fit_summary(arr, chunked, weights)
         else:
-            growth, n_nonfinite, counter = self._grow_chunked(arr)
+            growth, n_nonfinite, counter = self._grow_chunked(arr, weights)
             self._set_fitted(growth, n_features_in_=arr.shape[1], n_nonfinite_=n_nonfinite)
             self._label_rows(arr, True, None, counter, read=0)  # the counter has every pass of the growth
 
@@ -241,11 +248,11 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             self._rows_fitted = (X, None if sample_weight is None else weights)
         return self
 
-    def _fit_small_input(self, arr, chunked: bool, summary: bool) -> None:
+    def _fit_small_input(self, arr, chunked: bool, summary: bool, weights: tuple | None = None) -> None:
         """Small chunked input (``is_small_input``), or chunked input that ``mode="auto"`` fits in memory, read
-        into memory in one pass and fitted as rows."""
+        into memory in one pass (with its ``weights``) and fitted as rows."""
         start = _clock()
-        rows, weights, n_nonfinite = read_small_input(self, arr)
+        rows, weights, n_nonfinite = read_small_input(self, arr, weights=weights)
         read = _clock()
         growth = self._grow_rows(rows, weights)
         attributes = {"n_features_in_": arr.shape[1], "n_nonfinite_": n_nonfinite}
@@ -253,11 +260,14 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             attributes.update(n_microclusters_=rows.shape[0], summary_=rows_summary(rows, weights, arr.shape[0]))
         self._set_fitted(growth, **attributes)
         self._label_rows(arr, chunked, (start, read, _clock()) if summary else None)
+        if self._updatable and not np.all(weights == 1):
+            self._rows_fitted = (rows, weights)  # weighted rows: the first update summarises these
 
-    def _fit_summary(self, arr, chunked: bool) -> None:
-        """Summary mode: summarise (one pass), grow on the microclusters, undo splits no row reaches, label."""
+    def _fit_summary(self, arr, chunked: bool, weights: tuple | None = None) -> None:
+        """Summary mode: summarise (one pass; rows counted by their ``weights``), grow on the microclusters, undo
+        splits no row reaches, label."""
         start = _clock()
-        done = summarise(self, arr, seed_of(self.random_state))
+        done = summarise(self, arr, seed_of(self.random_state), weights=weights)
         summary = done.summary
         summarised = _clock()
         rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None

@@ -49,8 +49,9 @@ def choose_mode(est, X, sample_weight=None) -> tuple[str, str]:
     (rows x columns; 5 million, 40 MB as float64) and at most ``_auto_summary_rows`` rows (2 million; SVM-relabel:
     20,000; MSC: no limit of either) is fitted in memory, a Dask array or zarr store read into memory in one pass;
     other input (larger, or chunked of unknown size) in ``_auto_chunked_mode`` (summary mode; MSC: exact mode, by
-    landmarks over the chunks). In-memory input with ``sample_weight`` stays in memory (summary mode takes no
-    weights). ``mode="exact"`` fits chunked input by passes over its chunks where the estimator can (SVM-relabel
+    landmarks over the chunks). Rows count as rows, whatever their weights; in-memory input with
+    ``sample_weight`` stays in memory only for an estimator whose summary mode takes no weights
+    (``_weights_in_summary`` False: the semi-supervised ones). ``mode="exact"`` fits chunked input by passes over its chunks where the estimator can (SVM-relabel
     cannot: summary mode), and in-memory input in memory. Every switch is from memory to summary mode, the cheaper
     one: no size makes one more row cost a step up."""
     chunked = is_chunked_input(X)
@@ -81,8 +82,8 @@ def choose_mode(est, X, sample_weight=None) -> tuple[str, str]:
         over = f"{n:,} x {d} values are more than {AUTO_MEMORY_VALUES:,}"
     else:
         return "memory", f"{n:,} x {d} values, at most {AUTO_MEMORY_VALUES:,}: {where}"
-    if sample_weight is not None and not chunked:
-        return "memory", f"{over}, but summary mode takes no sample_weight"
+    if sample_weight is not None and not chunked and not est._weights_in_summary:
+        return "memory", f"{over}, but {type(est).__name__}'s summary mode takes no sample_weight"
     return "summary", over
 
 

@@ -71,6 +71,7 @@ microclusters (``rows_per_microcluster`` as large as the chunks) is refused with
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 
@@ -89,18 +90,27 @@ SMALL_INPUT_ROWS = 256
 #: (see the module docstring): a summary of so few rows has too few microclusters to place a split.
 SMALL_INPUT_BYTES = 64 * 2**20
 
-def as_chunked(est, X) -> da.Array:
+
+def as_chunked(est, X, sample_weight=None) -> da.Array:
     """The input as a row-chunked Dask array; in-memory input is cut into the groups of rows the summarising pass
     reads together (:func:`~lowdens_dask.backend.summary_pass.summary_min_rows`, a whole number of chunks of
     ``MAX_MICROCLUSTERS_PER_CHUNK`` microclusters of ``rows_per_microcluster`` rows): chunks of 1,280 rows made
     10^7 rows 7,813 pieces of the graph to ship to a cluster's workers (63 s against 6 s for the same rows as a
-    Dask array of 125,000-row chunks)."""
+    Dask array of 125,000-row chunks). With ``sample_weight`` (in memory) the groups count weight, as the rows
+    repeated would be counted: a group holds as many rows as that weight takes, on average."""
     if is_chunked_input(X):
         return as_dask_array(X, storage_options=est.storage_options)
     X = np.asarray(X)
+    n = X.shape[0] if X.ndim == 2 else 0
+    total = float(n)
+    if sample_weight is not None and n:
+        with np.errstate(all="ignore"):
+            total = float(np.sum(np.asarray(sample_weight, dtype=np.float64)))
+        total = total if np.isfinite(total) and total > 0 else float(n)  # bad weights are refused later
     least = int(max(1, est.rows_per_microcluster * MAX_MICROCLUSTERS_PER_CHUNK))
-    group = summary_min_rows(X.shape[0], est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, est.max_microclusters)
-    return as_dask_array(da.from_array(X, chunks=(least * -(-group // least), X.shape[1])))
+    group = summary_min_rows(total, est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, est.max_microclusters)
+    rows = max(1, int(np.ceil(least * -(-group // least) * n / total))) if n else 1
+    return as_dask_array(da.from_array(X, chunks=(rows, X.shape[1])))
 
 
 def check_nonfinite(est, n_nonfinite: int, n_rows: int) -> None:
@@ -120,10 +130,12 @@ def check_enough_rows(n_finite: int, n_rows: int, least: int = 2) -> None:
         raise ValueError(f"X has {n_finite} finite row{'' if n_finite == 1 else 's'}{aside}; {needed}.")
 
 
-def summarise(est, arr: da.Array, seed: int, update: bool = False) -> SummaryPass:
+def summarise(est, arr: da.Array, seed: int, update: bool = False, weights: tuple | None = None) -> SummaryPass:
     """The summarising pass, with the NaN/inf policy applied. A fit needs rows to split (two finite rows, two
-    microclusters); an update's batch (``update``) only rows to merge: one finite row, or many identical ones."""
-    done = ChunkedData(arr).summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed, est.max_microclusters)
+    microclusters); an update's batch (``update``) only rows to merge: one finite row, or many identical ones.
+    ``weights``: the rows' frequencies and their total, from :func:`~lowdens_dask.estimators._validation.chunked_weights`."""
+    data = ChunkedData(arr) if weights is None else ChunkedData(arr, *weights)
+    done = data.summarise(est.rows_per_microcluster, MAX_MICROCLUSTERS_PER_CHUNK, seed, est.max_microclusters)
     summary = done.summary
     check_nonfinite(est, done.n_nonfinite, summary.n_rows)
     n_finite = summary.n_rows - done.n_nonfinite
@@ -151,13 +163,19 @@ def is_small_input(arr: da.Array) -> bool:
     return bool(np.isfinite(n)) and n <= SMALL_INPUT_ROWS and n * d * 8 <= SMALL_INPUT_BYTES
 
 
-def read_small_input(est, arr: da.Array, update: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+def read_small_input(
+    est, arr: da.Array, update: bool = False, weights: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Small chunked input in memory (one pass): ``(X, weights, n_nonfinite)``, the finite rows checked as the
     in-memory path checks them, the NaN/inf policy applied as in summary and exact mode. An update's batch
-    (``update``) may be one row, or identical rows: it is merged, not split."""
+    (``update``) may be one row, or identical rows: it is merged, not split. ``weights``: the rows' frequencies
+    (:func:`~lowdens_dask.estimators._validation.chunked_weights`), read with them."""
     from ._validation import check_fit_input
 
-    x = np.asarray(arr.compute())
+    if weights is None:
+        x, w = np.asarray(arr.compute()), None
+    else:
+        x, w = (np.asarray(a) for a in dask.compute(arr, weights[0]))
     finite = np.isfinite(x).all(axis=1)
     n_nonfinite = int(finite.size - finite.sum())
     check_nonfinite(est, n_nonfinite, x.shape[0])
@@ -167,8 +185,11 @@ def read_small_input(est, arr: da.Array, update: bool = False) -> tuple[np.ndarr
         if X.shape[0]:  # a batch may be one point: only its largest |x| is checked
             check_value_range(X.min(axis=0), X.max(axis=0), spread=False)
         return X, np.ones(X.shape[0]), n_nonfinite
-    X, weights = check_fit_input(est, x if n_nonfinite == 0 else x[finite], None)
-    return X, weights, n_nonfinite
+    if n_nonfinite:
+        x, w = x[finite], None if w is None else w[finite]
+    X, checked = check_fit_input(est, x, w)
+    return X, checked, n_nonfinite
+
 
 def check_summary_scale(summary: ClusterSummary, spread: bool = True) -> None:
     """X's scale (:func:`~lowdens_dask.backend.frame.check_value_range`) from the summarising pass, the first
@@ -198,8 +219,6 @@ def build_summary(est, X) -> ClusterSummary:
         return rows_summary(rows, weights, arr.shape[0])
     summary = summarise(est, arr, seed_of(est.random_state))
     return summary.summary
-
-
 
 
 def summary_of_rows(est, X, weights: np.ndarray | None) -> ClusterSummary:

@@ -125,31 +125,15 @@ def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
         weights = np.asarray(sample_weight, dtype=np.float64)
         if weights.shape != (n,):
             raise ValueError(f"sample_weight must have shape ({n},); got {weights.shape}.")
-        if not np.all(np.isfinite(weights)):
-            raise ValueError("sample_weight contains NaN or infinite values.")
-        if np.any(weights < 0):
-            raise ValueError(f"sample_weight must be non-negative; {int((weights < 0).sum())} values are negative.")
-        if not np.any(weights > 0):
-            raise ValueError("All sample weights are zero; at least two rows need positive weight.")
-        if weights.sum() <= 1:
-            raise ValueError(
-                f"The total sample_weight must exceed 1 (weights are frequency counts); got {weights.sum():g}."
-            )
-        if weights.sum() > MAX_TOTAL_WEIGHT:
-            raise ValueError(
-                f"The total sample_weight is {weights.sum():g}, above {MAX_TOTAL_WEIGHT:g}: weights are frequency "
-                "counts (min_size and the bandwidth's n count them), and weighted sums of squares would "
-                "overflow; divide the weights by a common factor."
-            )
         positive = weights[weights > 0]
-        if positive.min() < MIN_RELATIVE_WEIGHT * positive.max():
-            small = int((positive < MIN_RELATIVE_WEIGHT * positive.max()).sum())
-            raise ValueError(
-                f"sample_weight: {small} positive weight(s) are below {MIN_RELATIVE_WEIGHT:g} times the largest "
-                f"({positive.max():g}; the smallest is {positive.min():g}). Positive weights must lie within a factor "
-                f"{1 / MIN_RELATIVE_WEIGHT:g} of each other: the methods multiply weights, and products this far "
-                "apart underflow in float64. Set such weights to 0 (those rows are still labelled) or raise them."
-            )
+        check_weight_figures(
+            int((~np.isfinite(weights)).sum()),
+            int((weights < 0).sum()),
+            float(weights.sum()),
+            float(positive.max(initial=0.0)),
+            float(positive.min(initial=np.inf)),
+            int((positive < MIN_RELATIVE_WEIGHT * positive.max(initial=0.0)).sum()),
+        )
     rows = X[weights > 0]
     lo, hi = rows.min(axis=0), rows.max(axis=0)
     check_value_range(lo, hi)  # X's scale, before anything is computed from its values
@@ -162,6 +146,61 @@ def _checked_weights(X: np.ndarray, sample_weight) -> np.ndarray:
             f"{'...' if constant.size > 10 else ''}); they carry no information and do not affect the split."
         )
     return weights
+
+
+def check_weight_figures(
+    nonfinite: int, negative: int, total: float, largest: float, least: float, too_small: int
+) -> None:
+    """The checks of ``sample_weight`` from its figures (in memory, or reduced over a Dask array's chunks):
+    values NaN or inf, negative, total weight, largest and least positive weight, and how many positive weights are
+    below :data:`MIN_RELATIVE_WEIGHT` of the largest."""
+    if nonfinite:
+        raise ValueError("sample_weight contains NaN or infinite values.")
+    if negative:
+        raise ValueError(f"sample_weight must be non-negative; {negative} values are negative.")
+    if not largest > 0:
+        raise ValueError("All sample weights are zero; at least two rows need positive weight.")
+    if total <= 1:
+        raise ValueError(f"The total sample_weight must exceed 1 (weights are frequency counts); got {total:g}.")
+    if total > MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            f"The total sample_weight is {total:g}, above {MAX_TOTAL_WEIGHT:g}: weights are frequency "
+            "counts (min_size and the bandwidth's n count them), and weighted sums of squares would "
+            "overflow; divide the weights by a common factor."
+        )
+    if too_small:
+        raise ValueError(
+            f"sample_weight: {too_small} positive weight(s) are below {MIN_RELATIVE_WEIGHT:g} times the largest "
+            f"({largest:g}; the smallest is {least:g}). Positive weights must lie within a factor "
+            f"{1 / MIN_RELATIVE_WEIGHT:g} of each other: the methods multiply weights, and products this far "
+            "apart underflow in float64. Set such weights to 0 (those rows are still labelled) or raise them."
+        )
+
+
+def chunked_weights(sample_weight, X) -> tuple:
+    """``sample_weight`` for row-chunked ``X`` (a Dask array): ``(weights, total)``, the weights as a float64 Dask
+    array with X's row chunks (numpy, Dask or zarr arrays of one value per row) and their total, checked as in
+    memory (:func:`check_weight_figures`) in one pass over them."""
+    import dask
+    import dask.array as da
+
+    weights = sample_weight if isinstance(sample_weight, da.Array) else da.asarray(sample_weight)
+    if weights.ndim == 2 and weights.shape[1:] == (1,):
+        weights = weights[:, 0]
+    if weights.shape != (X.shape[0],):
+        raise ValueError(f"sample_weight must have shape ({X.shape[0]},); got {weights.shape}.")
+    weights = weights.astype(np.float64).rechunk((X.chunks[0],))
+    positive = da.where(weights > 0, weights, np.nan)
+    largest, least = da.nanmax(positive), da.nanmin(positive)
+    with np.errstate(all="ignore"):
+        figures = dask.compute(
+            (~da.isfinite(weights)).sum(), (weights < 0).sum(), weights.sum(), largest, least,
+            (positive < MIN_RELATIVE_WEIGHT * largest).sum(),
+        )  # fmt: skip
+    nonfinite, negative, total, largest, least, too_small = figures
+    largest = 0.0 if not np.isfinite(largest) else float(largest)
+    check_weight_figures(int(nonfinite), int(negative), float(total), largest, float(least), int(too_small))
+    return weights, float(total)
 
 
 def standardisation(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -488,9 +488,15 @@ class _MSCBase(TreeClustering):
                 "(solver='auto' or 'landmarks'), or on microclusters in memory with mode='summary'."
             )
 
-    def _grow_chunked(self, arr) -> tuple[Growth, int, PassCounter]:
+    def _grow_chunked(self, arr, weights: tuple | None = None) -> tuple[Growth, int, PassCounter]:
         """Exact mode on chunked rows: recursive MSC with landmarks, a pass that counts every leaf's rows and samples
-        its landmarks after each split, and one for the moments of the leaf to split (:class:`_ChunkedGrowth`)."""
+        its landmarks after each split, and one for the moments of the leaf to split (:class:`_ChunkedGrowth`).
+        Its landmark passes count each row once: ``weights`` are refused."""
+        if weights is not None:
+            raise ValueError(
+                f"{type(self).__name__}: sample_weight is not supported in exact mode on Dask or zarr input (the "
+                "landmark passes count each row once); fit with mode='summary', or with the rows in memory."
+            )
         growth = _ChunkedGrowth(self, arr)
         info, nonfinite = growth.leaves_pass(None)
         total = arr.shape[0]

@@ -124,6 +124,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     _auto_summary_rows = AUTO_SUMMARY_ROWS
     _auto_chunked_mode = "summary"
     _exact_on_chunks = False  # chunked input is fitted in summary mode (mode='exact' refuses it)
+    _weights_in_summary = False  # summary mode refuses sample_weight: weighted in-memory rows stay in memory
 
     __init__ = init_with(
         {},

@@ -59,6 +59,27 @@ def group_sums(x, labels, k):
     return counts, sums, sq
 
 
+@njit(cache=True, nogil=True)
+def weighted_group_sums(x, labels, k, w):
+    """:func:`group_sums` with row weights ``w`` (frequencies): total weight, weighted column sums and weighted sums of
+    squared norms per label, ``(counts, sums, sq)``, in float64."""
+    n, d = x.shape
+    counts = np.zeros(k)
+    sums = np.zeros((k, d))
+    sq = np.zeros(k)
+    for i in range(n):
+        j = labels[i]
+        wi = w[i]
+        counts[j] += wi
+        s = 0.0
+        for c in range(d):
+            v = np.float64(x[i, c])
+            sums[j, c] += wi * v
+            s += v * v
+        sq[j] += wi * s
+    return counts, sums, sq
+
+
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _squared_distance(x, i, c):
     s = 0.0
@@ -155,7 +176,9 @@ def _common_offset(x: np.ndarray) -> np.ndarray | None:
     return mean if np.any(np.abs(mean) > OFFSET_IN_SDS * probe.std(axis=0)) else None
 
 
-def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = False) -> tuple[np.ndarray, ...]:
+def microclusters(
+    x: np.ndarray, k: int, seed: int, representatives: bool = False, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, ...]:
     """Summarise the rows of one chunk by k-means: ``(counts, means, spread)`` of non-empty clusters, and with
     ``representatives`` a fourth array: each microcluster's member row nearest to its mean (a row of x, in x's
     dtype; float32 stays float32).
@@ -169,7 +192,15 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
     product, whatever the iterations. Distances are computed by BLAS in the chunk's own precision
     (float32 stays float32), on the rows less their mean when they share a large offset (:func:`_common_offset`);
     sums and means accumulate in float64.
-    """
+
+    ``weights`` (frequencies, rows of weight 0 left out) make each row count as that many copies of it: the
+    sample is drawn with probability proportional to weight (with replacement, as a uniform sample of the
+    repeated rows is), the iterations on all rows and the microclusters' counts, means and spread are weighted,
+    and the distinct first centres of a small chunk are drawn by weight (Efraimidis & Spirakis)."""
+    if weights is not None:
+        positive = weights > 0
+        if not positive.all():
+            x, weights = x[positive], weights[positive]
     n = x.shape[0]
     k = int(min(k, n))
     if k <= 0:
@@ -182,28 +213,41 @@ def microclusters(x: np.ndarray, k: int, seed: int, representatives: bool = Fals
         x = np.ascontiguousarray(x - shift.astype(x.dtype))
     rng = np.random.default_rng(seed)
     m = SAMPLE_ROWS_PER_CENTRE * k
-    if n <= m:
-        sample = x
-        centres = x[np.sort(rng.choice(n, size=k, replace=False))].astype(np.float64)
+    total = n if weights is None else float(weights.sum())
+    sample_weights = None
+    if total <= m:  # every row, from k distinct rows
+        sample, sample_weights = x, weights
+        if weights is None:
+            first = rng.choice(n, size=k, replace=False)
+        else:
+            first = _weighted_sample(weights, k, rng, np.zeros(n, dtype=bool))
+        centres = x[np.sort(first)].astype(np.float64)
     else:
-        sample = x[np.sort(rng.choice(n, size=m, replace=False))]
+        if weights is None:
+            sample = x[np.sort(rng.choice(n, size=m, replace=False))]
+        else:
+            sample = x[np.sort(rng.choice(n, size=m, replace=True, p=weights / total))]
         centres = sample[kmeanspp_indices(sample, rng.random(k))].astype(np.float64)
-    buf = np.empty((min(n, ASSIGN_BLOCK), k), dtype=x.dtype)
-    for _ in range(LLOYD_ITERATIONS if n <= m else SAMPLE_LLOYD_ITERATIONS):
-        counts, sums, _ = group_sums(sample, _assign(sample, centres, buf), centres.shape[0])
+    buf = np.empty((min(max(n, sample.shape[0]), ASSIGN_BLOCK), k), dtype=x.dtype)
+    for _ in range(LLOYD_ITERATIONS if total <= m else SAMPLE_LLOYD_ITERATIONS):
+        counts, sums, _ = _group_sums(sample, _assign(sample, centres, buf), centres.shape[0], sample_weights)
         keep = counts > 0
         centres = sums[keep] / counts[keep, None]
     labels = _assign(x, centres, buf)
-    counts, sums, sq = group_sums(x, labels, centres.shape[0])
+    counts, sums, sq = _group_sums(x, labels, centres.shape[0], weights)
     keep = counts > 0
     if representatives:
-        idx = nearest_members(x, labels, sums / np.maximum(counts, 1.0)[:, None])[keep]
+        idx = nearest_members(x, labels, sums / np.maximum(counts, 1e-300)[:, None])[keep]
     counts, sums, sq = counts[keep], sums[keep], sq[keep]
     means = sums / counts[:, None]
     spread = np.maximum(sq / counts - (means * means).sum(axis=1), 0.0)
     if shift is not None:
         means += shift
     return (counts, means, spread, rows[idx]) if representatives else (counts, means, spread)
+
+
+def _group_sums(x, labels, k, weights):
+    return group_sums(x, labels, k) if weights is None else weighted_group_sums(x, labels, k, weights)
 
 
 #: Lloyd iterations of :func:`merge_microclusters` after its seeding.
