@@ -80,3 +80,31 @@ def test_chunked_weights_refused_as_in_memory(mode):
         MDHClustering(mode=mode).fit(dX, sample_weight=np.ones(999))
     with pytest.raises(ValueError, match="2 values are negative"):
         MDHClustering(mode=mode).fit(dX, sample_weight=np.r_[-np.ones(2), np.ones(998)])
+
+
+def test_summary_sample_is_drawn_by_weight():
+    """The summary's sample of rows (what summary mode's tests read) is drawn by weight: a row of weight 0 never
+    (here the sample's size exceeds the rows: it holds every row of positive weight, once)."""
+    X, y = blobs(6000)
+    w = np.where(y == 0, 0.0, np.where(y == 1, 9.0, 1.0))
+    fit = MDHClustering(n_clusters=3, mode="summary", random_state=0).fit(X, sample_weight=w)
+    sample = fit.summary_.sample
+    assert len(sample) > 100
+    nearest = np.argmin(((sample[:, None, :] - np.array([[0, 0, 0], [9, 0, 0], [0, 9, 0], [0, 0, 9]])) ** 2).sum(-1), 1)
+    counts = np.bincount(nearest, minlength=4)
+    assert counts[0] == 0
+    assert len(sample) == (w > 0).sum()
+
+
+def test_summary_sample_favours_heavy_rows(monkeypatch):
+    """A sample smaller than the rows takes a row of weight 9 about as often as the first of its 9 copies would be."""
+    from lowdens_dask.backend import summary_pass
+
+    monkeypatch.setattr(summary_pass, "sample_size", lambda d: 500)
+    X, y = blobs(6000)
+    w = np.where(y == 1, 9.0, 1.0)
+    sample = MDHClustering(n_clusters=3, mode="summary", random_state=0).fit(X, sample_weight=w).summary_.sample
+    assert len(sample) == 500
+    heavy = np.abs(sample - [9.0, 0.0, 0.0]).max(axis=1) < 4.5
+    share = heavy.mean() / (1 - heavy.mean()) * (y != 1).sum() / (y == 1).sum()  # per row, heavy against light
+    assert 6 < share < 11, share  # 1 - exp(-9t) against 1 - exp(-t), t = 500 / 24,000: 8.3

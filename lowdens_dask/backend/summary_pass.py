@@ -58,6 +58,7 @@ def _chunk_microclusters(
     if weights is not None:
         with np.errstate(divide="ignore"):
             keys = keys / weights  # the least of w exponential keys; weight 0: never sampled
+        x, keys = x[weights > 0], keys[weights > 0]
     rows, keys = bottom_rows(x, keys, *sample)
     return counts, means, spread, representatives, rows.astype(np.float64), keys, n, n_nonfinite
 
