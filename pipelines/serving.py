@@ -90,6 +90,71 @@ def _run_runner(
         served.registered.set()
 
 
+#: ``lowdens serve`` looks for its deployment's runs starting and finishing this often (seconds).
+WATCH_SECONDS = 2.0
+
+
+def _run_line(flow_run, finished: bool) -> str:
+    """One line for a run of the deployment that started or finished: its run id, Prefect's name for it, and
+    (finished) its final state, how long it ran and, for a run that did not complete, the state's message."""
+    run_id = (flow_run.parameters or {}).get("run_id")
+    who = f"run {run_id} ({flow_run.name})" if run_id else f"run {flow_run.name}"
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    if not finished:
+        return f"{stamp} {who} started"
+    seconds = getattr(flow_run, "total_run_time", None)
+    took = f" after {seconds.total_seconds():.0f} s" if seconds is not None else ""
+    state = flow_run.state
+    message = "" if state.is_completed() or not state.message else f": {state.message.splitlines()[0]}"
+    return f"{stamp} {who} {state.name.lower()}{took}{message}"
+
+
+def _watch_runs(served: _Served, stop: threading.Event, say=print) -> None:
+    """Print a line (:func:`_run_line`) when a run of the served deployment starts and when it finishes, by
+    asking the server every :data:`WATCH_SECONDS` (the runs are subprocesses of the runner, whose own logs stay
+    quiet). Runs already final when watching starts are not reported. Errors of the server are skipped: serving
+    goes on without these lines."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    reported: dict = {}  # flow run id -> "started" or "finished"
+    first, delay = True, 0.0
+    while not stop.wait(delay):
+        delay = WATCH_SECONDS
+        try:
+            with get_client(sync_client=True) as client:
+                runs = client.read_flow_runs(
+                    deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[served.deployment_id])),
+                    sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+                    limit=50,
+                )
+        except Exception:  # noqa: BLE001 (the server busy or gone: the next poll, or the main thread, sees it)
+            continue
+        try:
+            _report(runs, reported, first, say)
+        except (OSError, ValueError):  # stdout's reader gone (or closed): serving goes on, silently
+            return
+        first = False
+
+
+def _report(runs, reported: dict, first: bool, say) -> None:
+    """:func:`_watch_runs`' lines for the runs read (latest first), each run's start and finish said once."""
+    for flow_run in reversed(runs):
+        state = flow_run.state
+        if state is None or reported.get(flow_run.id) == "finished":
+            continue
+        if state.is_final():
+            if not first:
+                if flow_run.id not in reported:
+                    say(_run_line(flow_run, finished=False), flush=True)
+                say(_run_line(flow_run, finished=True), flush=True)
+            reported[flow_run.id] = "finished"
+        elif state.is_running() and flow_run.id not in reported:
+            say(_run_line(flow_run, finished=False), flush=True)
+            reported[flow_run.id] = "started"
+
+
 def _silence_output() -> int | None:
     """stdout and stderr to ``os.devnull`` at the file-descriptor level (Python's buffers, Prefect's loggers and
     the runner thread's prints included); returns a duplicate of the original stderr, or ``None``."""
@@ -349,8 +414,14 @@ def serve(flow, *, name: str, cron, parameters: dict, entrypoint_type, announce=
         )
         thread.start()
         threading.Thread(target=_settings_without_retries, name="lowdens-serve-prepare", daemon=True).start()
+        watching, watcher = threading.Event(), None  # watching set: stop watching the runs
         while thread.is_alive() and not signals:
+            if served.deployment_id is not None and watcher is None:
+                watcher = threading.Thread(target=_watch_runs, args=(served, watching), name="lowdens-serve-watch")
+                watcher.daemon = True
+                watcher.start()
             thread.join(0.2)
+        watching.set()
         if not signals and served.error is not None:
             # a dead pipe's reader killed by the same Ctrl-C can stop the runner (rich's SystemExit on a broken
             # pipe) just before the SIGINT is handled here

@@ -237,6 +237,12 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
             # a manual run (scheduled for now): the serving process picks it up and runs the flow
             flow_run = _run(client, deployment, serve, failed, run_id="served-1")
             assert flow_run.parameters["run_id"] == "served-1"
+            # serve says when the run started and when it finished (issue 53, item 9)
+            said = f"run served-1 ({flow_run.name})"
+            deadline = time.monotonic() + 30
+            while f"{said} completed after" not in _tail(log) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert f"{said} started" in _tail(log) and f"{said} completed after" in _tail(log), failed("run not said")
 
             # the result in the Prefect UI: a summary and a table of the cluster sizes (issue 21, point 13)
             artifacts = {a.key: a for a in client.read_artifacts() if a.flow_run_id == flow_run.id}

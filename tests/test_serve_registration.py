@@ -29,6 +29,7 @@ def _serve(capsys, monkeypatch, *options: str):
     API that is never called (the serving is replaced by a stand-in): (status, the keyword arguments the serving
     got, stdout's lines, stderr's lines)."""
     import prefect  # noqa: F401 (Prefect's settings are made when it is first imported: not from the URL below,
+
     # which would then stay this test process's Prefect API for the tests after this one)
     from lowdens_pipelines import serving
 
@@ -97,3 +98,44 @@ def test_the_flow_sizes_an_auto_cluster_on_the_host_it_runs_on(monkeypatch):
     assert runner.cluster_kwargs["n_workers"] == 5 and runner.cluster_kwargs["threads_per_worker"] == 1
     with pytest.raises(ValueError, match="Unknown cluster setting 'big'"):
         flows.dask_task_runner("big")
+
+
+def test_serve_reports_each_run_once_when_it_starts_and_when_it_finishes():
+    """Issue 53, item 9: ``lowdens serve`` says when its runs start and finish (the lines of its run watcher, here
+    from made-up runs; tests/test_prefect_server.py reads them from a real server's runs)."""
+    import datetime
+    from types import SimpleNamespace
+
+    from lowdens_pipelines.serving import _report
+
+    def state(name, final=False, completed=False, running=False, message=None):
+        return SimpleNamespace(
+            name=name,
+            message=message,
+            is_final=lambda: final,
+            is_completed=lambda: completed,
+            is_running=lambda: running,
+        )
+
+    def run(id_, run_id, st, seconds=0):
+        return SimpleNamespace(id=id_, name=f"flow-{id_}", parameters={"run_id": run_id} if run_id else {},
+                               state=st, total_run_time=datetime.timedelta(seconds=seconds))  # fmt: skip
+
+    lines, reported = [], {}
+
+    def say(line, flush):
+        lines.append(line.split(" ", 2)[2])  # less the time stamp
+
+    old = run(0, "night-0", state("Completed", final=True, completed=True), 5)
+    _report([old], reported, True, say)  # final before watching: not reported
+    assert lines == []
+    _report([run(1, "night-1", state("Running", running=True)), old], reported, False, say)
+    _report([run(1, "night-1", state("Running", running=True)), old], reported, False, say)  # said once
+    _report([run(2, None, state("Failed", final=True, message="input missing\nmore")),
+             run(1, "night-1", state("Completed", final=True, completed=True), 12), old], reported, False, say)  # fmt: skip
+    assert lines == [
+        "run night-1 (flow-1) started",
+        "run night-1 (flow-1) completed after 12 s",
+        "run flow-2 started",
+        "run flow-2 failed after 0 s: input missing",
+    ]
