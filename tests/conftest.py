@@ -53,6 +53,9 @@ def s3_server():
         s3fs.S3FileSystem.clear_instance_cache()
         s3fs.S3FileSystem().mkdir("lowdens-tests")
         yield "s3://lowdens-tests"
+        for fs in list(s3fs.S3FileSystem._cache.values()):  # close their aiohttp sessions, not only forget them:
+            if getattr(fs, "_s3", None) is not None:  # a session collected unclosed logs "Unclosed client session"
+                s3fs.S3FileSystem.close_session(fs.loop, fs._s3)
         s3fs.S3FileSystem.clear_instance_cache()
     server.stop()
 
