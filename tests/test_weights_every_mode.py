@@ -108,3 +108,13 @@ def test_summary_sample_favours_heavy_rows(monkeypatch):
     heavy = np.abs(sample - [9.0, 0.0, 0.0]).max(axis=1) < 4.5
     share = heavy.mean() / (1 - heavy.mean()) * (y != 1).sum() / (y == 1).sum()  # per row, heavy against light
     assert 6 < share < 11, share  # 1 - exp(-9t) against 1 - exp(-t), t = 500 / 24,000: 8.3
+
+
+@pytest.mark.parametrize("mode", ["exact", "auto"])  # auto: read into memory
+def test_the_summary_an_update_merges_into_keeps_the_weights(mode):
+    """After a weighted fit of chunked rows (exact mode, or read into memory), the summary the first update merges
+    into stands for the weights, not the rows."""
+    X, _ = blobs(3000)
+    w = np.random.default_rng(4).integers(1, 4, len(X)).astype(np.float64)
+    fit = MDHClustering(n_clusters=4, mode=mode).fit(da.from_array(X, chunks=(1000, 3)), sample_weight=w)
+    assert fit.summary().weights.sum() == w.sum()

@@ -167,9 +167,9 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def _grow_node(self, root: ChunkedNode) -> Growth:
         raise NotImplementedError
 
-    def _grow_chunked(self, arr, weights: tuple | None = None) -> tuple[Growth, int, PassCounter]:
-        """Exact mode on chunked rows (with their ``weights``): ``(growth, rows set aside for NaN/inf, the passes)``."""
-        root = ChunkedNode(arr, weights=None if weights is None else weights[0])
+    def _grow_chunked(self, arr, chunk_weights: tuple | None = None) -> tuple[Growth, int, PassCounter]:
+        """Exact mode on chunked rows (with their ``chunk_weights``, from ``chunked_weights``): ``(growth, rows set aside for NaN/inf, the passes)``."""
+        root = ChunkedNode(arr, weights=None if chunk_weights is None else chunk_weights[0])
         check_nonfinite(self, root.n_nonfinite, arr.shape[0])
         check_enough_rows(root.n_samples, arr.shape[0])
         spread = np.sqrt(np.diag(root.scatter_matrix()) / root.total_weight)  # the pass the growth needs first
@@ -211,7 +211,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             self._check_chunked()
         self._fit_chunks(X, mode, sample_weight)
         if mode != "summary" and self._updatable and not hasattr(self, "_rows_fitted"):
-            self._rows_fitted = (X, None)  # summarised when the first update comes
+            self._rows_fitted = (X, sample_weight)  # summarised when the first update comes
         return self
 
     def _fit_chunks(self, X, mode: str, sample_weight=None) -> None:
@@ -248,11 +248,11 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             self._rows_fitted = (X, None if sample_weight is None else weights)
         return self
 
-    def _fit_small_input(self, arr, chunked: bool, summary: bool, weights: tuple | None = None) -> None:
+    def _fit_small_input(self, arr, chunked: bool, summary: bool, chunk_weights: tuple | None = None) -> None:
         """Small chunked input (``is_small_input``), or chunked input that ``mode="auto"`` fits in memory, read
-        into memory in one pass (with its ``weights``) and fitted as rows."""
+        into memory in one pass (with its ``chunk_weights``) and fitted as rows."""
         start = _clock()
-        rows, weights, n_nonfinite = read_small_input(self, arr, weights=weights)
+        rows, weights, n_nonfinite = read_small_input(self, arr, weights=chunk_weights)
         read = _clock()
         growth = self._grow_rows(rows, weights)
         attributes = {"n_features_in_": arr.shape[1], "n_nonfinite_": n_nonfinite}
@@ -260,8 +260,8 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             attributes.update(n_microclusters_=rows.shape[0], summary_=rows_summary(rows, weights, arr.shape[0]))
         self._set_fitted(growth, **attributes)
         self._label_rows(arr, chunked, (start, read, _clock()) if summary else None)
-        if self._updatable and not np.all(weights == 1):
-            self._rows_fitted = (rows, weights)  # weighted rows: the first update summarises these
+        if self._updatable and not summary and not np.all(weights == 1):
+            self._rows_fitted = (rows, weights)  # weighted rows read into memory: the first update summarises these
 
     def _fit_summary(self, arr, chunked: bool, weights: tuple | None = None) -> None:
         """Summary mode: summarise (one pass; rows counted by their ``weights``), grow on the microclusters, undo

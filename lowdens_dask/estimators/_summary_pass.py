@@ -209,22 +209,26 @@ def rows_summary(rows: np.ndarray, weights: np.ndarray, n_rows: int) -> ClusterS
                           np.zeros(rows.shape[0]), int(n_rows))  # fmt: skip
 
 
-def build_summary(est, X) -> ClusterSummary:
-    """The summary of X (in memory, a Dask array or a zarr store) that summary mode would build with ``est``'s
-    ``rows_per_microcluster``, ``random_state`` and ``nonfinite``: one pass (small input: its rows). What a fit
-    in exact mode or in memory keeps for later updates (``est.summary_ = build_summary(est, X)``)."""
-    arr = as_chunked(est, X)
+def build_summary(est, X, sample_weight=None) -> ClusterSummary:
+    """The summary of X (in memory, a Dask array or a zarr store; with its ``sample_weight``) that summary mode
+    would build with ``est``'s ``rows_per_microcluster``, ``random_state`` and ``nonfinite``: one pass (small
+    input: its rows). What a fit in exact mode or in memory keeps for later updates
+    (``est.summary_ = build_summary(est, X)``)."""
+    from ._validation import chunked_weights
+
+    arr = as_chunked(est, X, sample_weight)
+    weights = None if sample_weight is None else chunked_weights(sample_weight, arr)
     if is_small_input(arr):
-        rows, weights, _ = read_small_input(est, arr)
-        return rows_summary(rows, weights, arr.shape[0])
-    summary = summarise(est, arr, seed_of(est.random_state))
+        rows, row_weights, _ = read_small_input(est, arr, weights=weights)
+        return rows_summary(rows, row_weights, arr.shape[0])
+    summary = summarise(est, arr, seed_of(est.random_state), weights=weights)
     return summary.summary
 
 
-def summary_of_rows(est, X, weights: np.ndarray | None) -> ClusterSummary:
+def summary_of_rows(est, X, weights) -> ClusterSummary:
     """The summary a first update merges into after a fit in memory or in exact mode: :func:`build_summary` of the
-    rows fitted (``X``, finite rows in memory or the chunked input), or for weighted rows in memory the rows
-    themselves merged down to ``max_microclusters``."""
-    if weights is None:
-        return build_summary(est, X)
+    rows fitted (``X``, finite rows in memory or the chunked input, with their ``weights`` when chunked), or for
+    weighted rows in memory the rows themselves merged down to ``max_microclusters``."""
+    if weights is None or is_chunked_input(X):
+        return build_summary(est, X, weights)
     return rows_summary(X, weights, X.shape[0]).bounded(est.max_microclusters, 0)
