@@ -38,7 +38,7 @@ from lowdens_dask.kernels.dip import dip_statistic, spread_ties
 from lowdens_dask.pursuit import find_hyperplane
 from lowdens_dask.pursuit.significance import NULL_SHAPES, PURSUIT_NULL, participation_ratio
 from lowdens_dask.pursuit.spectral import spectral_split
-from lowdens_dask.tree.spectral import _test_direction
+from lowdens_dask.growth.spectral_splitter import _test_direction
 
 ESTIMATORS = {"mdh": ld.MDHClustering, "ncut": ld.NCutClustering, "mc": ld.MCClustering, "pddp": ld.PDDP,
               "depddp": ld.DePDDP, "ipddp": ld.IPDDP, "scpp": ld.SCPPClustering, "lmsc": ld.LMSCClustering}  # fmt: skip

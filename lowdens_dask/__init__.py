@@ -1,7 +1,8 @@
 """lowdens-dask: low-density-separation clustering with hyperplanes, in memory and at scale.
 
-Layers, each using only the one below: backend (data) -> kernels -> indices -> pursuit -> tree ->
-estimators; ``lowdens_dask.plots`` (matplotlib) draws fitted trees.
+Layers, each importing only the layers below it (``tests/test_layers.py`` checks it, and that no import circle
+exists): kernels -> backend -> indices -> pursuit -> tree -> growth -> estimators -> pipelines (the
+``lowdens_pipelines`` package); ``lowdens_dask.plots`` (matplotlib) draws fitted trees.
 
 The public names are imported on first use (PEP 562): a Dask worker that runs a chunk task imports only
 the layers that task needs, not scikit-learn and the estimators (about 90 MB less per worker process).
@@ -47,7 +48,7 @@ _PUBLIC = {
             "check_params",
         )
     },
-    "ClusterTree": "lowdens_dask.tree",
+    "ClusterTree": "lowdens_dask.growth",  # the model with its split(), which the growth layer provides
     "progress_to": "lowdens_dask.estimators.progress",
     "ClusterSummary": "lowdens_dask.backend.cluster_summary",
     # plots import matplotlib: only on first use of one of these names

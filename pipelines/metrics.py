@@ -13,7 +13,7 @@ import numpy as np
 from lowdens_dask.tree import format_p_value
 
 if TYPE_CHECKING:  # Dask and scikit-learn's scores are imported where they are needed
-    from lowdens_dask import ClusterTree
+    from lowdens_dask.tree import ClusterTree  # the model only: reading a run needs no grower
 
 
 def _finite_or_none(value) -> float | None:

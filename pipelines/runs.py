@@ -92,7 +92,7 @@ if TYPE_CHECKING:
     import dask.array as da
     import zarr
 
-    from lowdens_dask import ClusterTree
+    from lowdens_dask.tree import ClusterTree  # the model only: reading a run needs no grower
 
 #: The runs store of the flow and the ``lowdens`` command when none is given.
 DEFAULT_STORE = "./lowdens-runs"
@@ -282,7 +282,7 @@ def _get(attrs: dict, *keys: str):
 
 def _tree_damage(payload) -> tuple[str | None, ClusterTree | None]:
     """(why the run's tree cannot be used, or None; the tree)."""
-    from lowdens_dask import ClusterTree
+    from lowdens_dask.tree import ClusterTree  # the model only: reading a run needs no grower
 
     if not isinstance(payload, dict):
         return f"its tree is not a JSON object (got {type(payload).__name__})", None
@@ -384,7 +384,7 @@ class Run:
 
     @property
     def tree(self) -> ClusterTree:
-        from lowdens_dask import ClusterTree
+        from lowdens_dask.tree import ClusterTree  # the model only: reading a run needs no grower
 
         return ClusterTree.from_json(json.dumps(self.attrs["tree"]))
 

@@ -11,7 +11,7 @@ from sklearn.metrics import adjusted_rand_score, homogeneity_score, v_measure_sc
 
 from lowdens_dask import PDDP, ClusterTree, DePDDP, MDHClustering
 from lowdens_dask.datasets import load_dataset
-from lowdens_dask.tree.hyperplanes import PLACED
+from lowdens_dask.growth.hyperplane_splitter import PLACED
 
 
 def blobs(k=4, n_per=150, d=5, seed=0, spread=8.0):

@@ -289,9 +289,9 @@ def test_stable_labels_follow_splits_merges_and_prunes():
 def test_a_re_pursued_split_keeps_its_sides():
     """A re-pursuit that returns the normal -v must not swap the children, and so the ids (grow on a grown tree)."""
     from lowdens_dask.backend import InMemoryData
-    from lowdens_dask.tree.grower import GrowthRules, History, grow
+    from lowdens_dask.growth.grower import GrowthRules, History, grow
     from lowdens_dask.tree.rules import HyperplaneRule
-    from lowdens_dask.tree.splitter import Candidate, SplitterBase
+    from lowdens_dask.growth.splitter import Candidate, SplitterBase
 
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(size=(500, 2)), rng.normal(size=(500, 2)) + [10.0, 0.0]])
@@ -320,7 +320,7 @@ def test_a_re_pursued_split_keeps_its_sides():
 @pytest.mark.parametrize("cls", [DePDDP, IPDDP])
 def test_a_split_in_one_of_several_gaps_is_kept(cls):
     """dePDDP's lowest minimum and iPDDP's widest gap jump between the equally good gaps of separated clusters: the
-    current split still lies in low density, so it is kept and the ids stay (tree/revision.py's KEEP_DENSITY)."""
+    current split still lies in low density, so it is kept and the ids stay (growth/revision.py's KEEP_DENSITY)."""
     centres = np.random.default_rng(7).normal(size=(6, 16)) * 12 / np.sqrt(2)
 
     def batch(number, n=50_000):

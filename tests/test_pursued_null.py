@@ -13,7 +13,7 @@ from lowdens_dask.backend.cluster_summary import SAMPLE_ROWS, ClusterSummary
 from lowdens_dask.datasets import load_dataset
 from lowdens_dask.pursuit import Hyperplane, significance
 from lowdens_dask.pursuit.significance import SplitTest, participation_ratio, pursued_pvalue
-from lowdens_dask.tree.hyperplanes import _combine
+from lowdens_dask.growth.hyperplane_splitter import _combine
 
 
 def _ratio(C: np.ndarray) -> float:
@@ -198,4 +198,5 @@ def test_auto_mode_fits_chunked_input_over_the_read_budget_in_summary_mode_not_b
     asked = ld.MDHClustering(n_clusters=2, mode="exact").fit(da.from_array(X, chunks=1000))
     assert asked.fit_mode_ == "exact" and asked.fit_mode_reason_ == "mode='exact' was asked"
     assert ld.MDHClustering(n_clusters=2).fit(X).fit_mode_ == "summary"
-    assert ld.MDHClustering(n_clusters=2).fit(X, sample_weight=np.ones(3000)).fit_mode_ == "memory"
+    # weights change no choice: summary mode takes them (issue 53, item 10)
+    assert ld.MDHClustering(n_clusters=2).fit(X, sample_weight=np.ones(3000)).fit_mode_ == "summary"

@@ -23,7 +23,7 @@ from lowdens_dask import (
 )
 from lowdens_dask.backend import INTEGRITY_ATTRIBUTE, WorkerMemoryError, as_dask_array, write_integrity_manifest
 from lowdens_dask.tree import HyperplaneRule
-from lowdens_dask.tree.grower import merge_unreached_leaves
+from lowdens_dask.growth.grower import merge_unreached_leaves
 
 
 def _rounding_level_rows(n: int = 300) -> tuple[np.ndarray, np.ndarray]:

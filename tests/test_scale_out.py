@@ -284,7 +284,7 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     X, _ = mixture(n=20_000, k=6, seed=4)
     # the lazy order of "size-only" (a ranking test finds every leaf's split)
     model = MDHClustering(n_clusters=6, mode="summary", random_state=0, split_index="size-only")
-    with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.tree.hyperplanes"):
+    with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.growth.hyperplane_splitter"):
         model.fit(X)
     computed = len([r for r in caplog.records if r.getMessage().startswith("node ")])
     both_children = 1 + 2 * (model.n_clusters_ - 2)  # the root, then both children of every split but the last

@@ -221,7 +221,7 @@ class InMemoryData:
     reach : ndarray of shape (n_reach, n_original_features), optional
         For summaries: rows in the tree's (original) coordinates that the label pass will route (each
         microcluster's member row nearest its mean); the grower makes no split that leaves one side without any
-        (:func:`~lowdens_dask.tree.grower.grow`). Kept by the data the growth starts from, not by its parts.
+        (:func:`~lowdens_dask.growth.grower.grow`). Kept by the data the growth starts from, not by its parts.
     """
 
     #: Rows are in memory: pursuit evaluates whole arrays (see ``ChunkedNode`` for rows held in chunks).

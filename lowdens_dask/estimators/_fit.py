@@ -4,7 +4,7 @@
 for every estimator), prepares the rows for it (in memory; the summarising pass of summary mode,
 :mod:`~lowdens_dask.estimators._summary_pass`; a ``ChunkedNode`` of the chunked rows in exact mode; small chunked
 input read into memory), grows the tree (the estimator's ``_grow_rows`` or ``_grow_chunked``: its splitter and rules
-handed to :func:`~lowdens_dask.tree.grower.grow`), labels the rows (in memory, or by the label pass,
+handed to :func:`~lowdens_dask.growth.grower.grow`), labels the rows (in memory, or by the label pass,
 :mod:`~lowdens_dask.estimators._label_pass`) and sets the fitted attributes, here and nowhere else. ``partial_fit``
 (estimators with ``_updatable``) merges a batch's summary into ``summary_`` and grows the fitted tree on it by the
 same rules.
@@ -29,8 +29,8 @@ from ..backend.cluster_summary import ClusterSummary
 from ..backend.passes import PassCounter
 from ..backend.workers import check_worker_memory, chunk_bytes
 from ..tree import ClusterTree, leaf_labels_from_json
-from ..tree.drift import shares
-from ..tree.grower import Growth, merge_unreached_leaves
+from ..growth.drift import shares
+from ..growth.grower import Growth, merge_unreached_leaves
 from ._constraints import check_scale_out_params
 from ._label_pass import store_labels
 from ._params import (
@@ -64,7 +64,7 @@ _FORGOTTEN = ("summary_", "update_report_", "n_microclusters_", "timings_", "cli
 
 def sample_shares(tree, old: ClusterSummary, new: ClusterSummary) -> dict:
     """Each leaf's share of the rows seen before and of the new rows, and the drift between them
-    (:func:`~lowdens_dask.tree.drift.shares`), from the two summaries' samples of rows routed by ``tree`` (each
+    (:func:`~lowdens_dask.growth.drift.shares`), from the two summaries' samples of rows routed by ``tree`` (each
     holds every row up to its size): the same rows give the same shares, and the shares of the new rows are those of
     their labels. Microclusters, routed whole, straddle a hyperplane differently in each summary."""
     rows = np.concatenate([old.sample, new.sample])
@@ -359,7 +359,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         The first call fits X in summary mode (whatever ``mode`` says). Each later call summarises only X's rows
         (one pass), merges them into ``summary_`` (with ``decay``, the rows seen before keep ``1 - decay`` of
         their weight) and grows ``tree_`` on the merged summary by the rules of :meth:`fit`
-        (:func:`lowdens_dask.tree.grower.grow`): each split is re-pursued from its rule, and kept as it is while it
+        (:func:`lowdens_dask.growth.grower.grow`): each split is re-pursued from its rule, and kept as it is while it
         still lies in low density and, for ``n_clusters="auto"``, is still significant on the summary's sample rows
         that reach it; with ``"auto"`` (or None) a split that is no longer significant (valid) is merged back; then
         leaves are split by ``split_index``, ``force_n_clusters`` and ``max_clusters`` as in a fit, up to

@@ -24,11 +24,11 @@
    microclusters instead of rows, 0.68 with rows, 0.72 with rows and spread (benchmarks/agreement.py
    has the current figures). Each restart (e.g. MDH's PC1 and PC2) of each new leaf runs as a named Dask
    task (``lowdens-split-node-<id>-start-<j>``), both children of a split at once
-   (:mod:`lowdens_dask.tree.hyperplanes`);
+   (:mod:`lowdens_dask.growth.hyperplane_splitter`);
 3. with ``refine=k``, each split is polished before it is made: k exact L-BFGS steps over the rows that
    reach the node, from every start's summary hyperplane at once, at the continuation stage the summary
    reached (MDH's alpha); the start the index scores best on the rows wins
-   (:func:`lowdens_dask.tree.hyperplanes.polish`). The node's rows and its microclusters are then split by the
+   (:func:`lowdens_dask.growth.hyperplane_splitter.polish`). The node's rows and its microclusters are then split by the
    polished hyperplane, and node sizes count rows;
 4. one final pass routes every row to its leaf (one product of each chunk, in its own dtype, with every
    hyperplane's direction: :class:`~lowdens_dask.tree.routing.Router`); with ``labels_store`` the labels are
@@ -36,7 +36,7 @@
    signed integer type that holds them (:func:`store_labels`).
 
 A split of the tree whose leaf no microcluster's nearest-member row reaches is undone, with a warning
-(:func:`~lowdens_dask.tree.grower.merge_unreached_leaves`): that row is labelled in that leaf by step 4, so ``n_clusters_`` always
+(:func:`~lowdens_dask.growth.grower.merge_unreached_leaves`): that row is labelled in that leaf by step 4, so ``n_clusters_`` always
 equals the number of distinct labels, 0 to ``n_clusters_ - 1``.
 
 ``timings_`` records the seconds of each step: ``summary_pass`` (1), ``tree`` (2 and 3, on the client) and

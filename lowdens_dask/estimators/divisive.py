@@ -18,8 +18,8 @@ from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..pursuit.significance import SplitTest
 from ..tree import ClusterTree
-from ..tree.grower import Growth, GrowthRules, History, grow
-from ..tree.hyperplanes import HyperplaneSplitter
+from ..growth.grower import Growth, GrowthRules, History, grow
+from ..growth.hyperplane_splitter import HyperplaneSplitter
 from ._fit import TreeClustering, summary_clause
 from ._params import DIVISIVE_DEFAULTS, MDH_INDEX_DEFAULTS, init_with, max_node_bytes, scale_out, with_scale_out_doc
 from ._validation import check_bandwidth, check_mdh_params, check_n_clusters_auto, single_threaded_blas
@@ -29,7 +29,7 @@ from .progress import progress_bar
 
 class _DivisiveClustering(FramedGrowth, TreeClustering):
     """Grow a ClusterTree by repeatedly splitting the leaf with the largest split index
-    (:func:`lowdens_dask.tree.grower.grow`).
+    (:func:`lowdens_dask.growth.grower.grow`).
 
     Each node is re-centred and its split (PCs, bandwidth or scale) recomputed from its own rows. A leaf
     whose split is not valid is split only by ``force_n_clusters``. With ``split_index="size"`` a leaf's
@@ -69,7 +69,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
 
     # ------------------------------------------------------------------ growing
     def _grow(self, data, frame, parallel: int, refine) -> Growth:
-        """Grow a one-leaf tree on ``data`` (in ``frame``): :func:`~lowdens_dask.tree.grower.grow`."""
+        """Grow a one-leaf tree on ``data`` (in ``frame``): :func:`~lowdens_dask.growth.grower.grow`."""
         rules = self._rules()
         splitter = self._splitter(frame, rules.test, data, parallel=parallel, refine=refine)
         tree = ClusterTree(data.n_features, self._method, self._tree_params(), root_size=data.total_weight)
@@ -129,7 +129,7 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
 
     def _least_side(self, total: float) -> float:
         """The least weight each side of a split holds: with ``n_clusters="auto"`` :meth:`_least_cluster`, else
-        ``min_size`` (a told K ranks the substantial splits first: :func:`~lowdens_dask.tree.grower.grow`)."""
+        ``min_size`` (a told K ranks the substantial splits first: :func:`~lowdens_dask.growth.grower.grow`)."""
         if not (isinstance(self.n_clusters, str) and self.n_clusters == "auto"):
             return self.min_size
         return self._least_cluster(total)
@@ -282,7 +282,7 @@ class MDHClustering(_DivisiveClustering):
     summary_ : ClusterSummary
         Summary mode and :meth:`partial_fit`: the microclusters of every row seen, which updates merge into.
     update_report_ : dict
-        After :meth:`partial_fit`: what the last update did (:mod:`lowdens_dask.tree.grower`): ``update``,
+        After :meth:`partial_fit`: what the last update did (:mod:`lowdens_dask.growth.grower`): ``update``,
         ``n_rows``, ``n_clusters_before``, ``n_clusters``, ``nodes`` (each split's ``action``: "kept",
         "re-pursued", "split" or "merged", with ``rerouted``, ``angle_degrees``, ``threshold_shift``,
         ``p_value``), ``leaves`` (each cluster id's ``share_before`` and ``share_new``) and ``drift`` (``psi``,

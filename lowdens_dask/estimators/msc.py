@@ -39,8 +39,8 @@ from ..pursuit.msc import (
 )
 from ..pursuit.significance import SplitTest, half_indices, is_significant, mean_difference_test
 from ..tree import ClusterTree, KernelExpansionRule, leaf_labels_from_json
-from ..tree.grower import Growth, GrowthRules, grow
-from ..tree.splitter import Candidate, Cut, SplitterBase
+from ..growth.grower import Growth, GrowthRules, grow
+from ..growth.splitter import Candidate, Cut, SplitterBase
 from ._fit import TreeClustering, summary_clause
 from ._params import init_with, is_chunked_input, scale_out
 from ._summary_pass import check_enough_rows, check_nonfinite

@@ -19,8 +19,8 @@ from ..backend.frame import exact_frame, rows_frame
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
-from ..tree.grower import Growth, GrowthRules, by_size, grow
-from ..tree.spectral import SpectralSplitter, least_connected
+from ..growth.grower import Growth, GrowthRules, by_size, grow
+from ..growth.spectral_splitter import SpectralSplitter, least_connected
 from ._fit import summary_clause
 from ._params import DEPRECATED, init_with, renamed, scale_out
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
@@ -165,7 +165,7 @@ AUTO_BALANCE_CLUSTERS = 10
 class _SpectralClustering(_DivisiveClustering):
     """What the spectral estimators share: the divisive fit (rows in memory, the scale-out engine's summaries in
     summary mode, or each node's own rows in exact mode on chunks) with the spectral tree grower
-    (:mod:`lowdens_dask.tree.spectral`), and the parameter checks."""
+    (:mod:`lowdens_dask.growth.spectral_splitter`), and the parameter checks."""
 
     _large_margin = False
 

@@ -28,9 +28,9 @@ from ..pursuit.svm_relabel import (
     svm_relabel_split,
 )
 from ..tree import ClusterTree
-from ..tree.grower import Growth, GrowthRules, grow
+from ..growth.grower import Growth, GrowthRules, grow
 from ..tree.rules import KernelExpansionRule
-from ..tree.splitter import Candidate, Cut, SplitterBase
+from ..growth.splitter import Candidate, Cut, SplitterBase
 from ._fit import TreeClustering, summary_clause
 from ._params import init_with, scale_out
 from ._validation import (

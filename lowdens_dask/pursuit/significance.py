@@ -72,7 +72,7 @@ class SplitTest(NamedTuple):
     #: where a column is constant but for their jitter
     record_step: tuple | None = None
     #: whether a split must pass the test to be made (``"auto"``); False for an integer ``n_clusters``, whose
-    #: splits are tested only to rank the leaves (significant splits first: :mod:`lowdens_dask.tree.grower`)
+    #: splits are tested only to rank the leaves (significant splits first: :mod:`lowdens_dask.growth.grower`)
     required: bool = True
 
     def with_grid(self, root_rows) -> SplitTest:

@@ -1,4 +1,5 @@
-"""The public cluster tree: nodes with split rules, and its grower."""
+"""The cluster tree model: nodes with split rules, routing, export (the grower that edits it is
+:mod:`lowdens_dask.growth`, the layer above)."""
 
 from .cluster_tree import (
     SCHEMA_VERSION,

@@ -302,35 +302,23 @@ class ClusterTree:
             node.label = None
         return node
 
+    #: What :meth:`split` calls to split a leaf: :func:`lowdens_dask.growth.split_leaf`, set by the growth layer
+    #: when it is imported (``import lowdens_dask`` imports it). The model does not import the machine that edits it.
+    leaf_splitter = None
+
     def split(self, node: int | Node, X, *, method: str | None = None, **params) -> Node:
         """Split a leaf: compute its hyperplane from the rows of X that reach it (PPCI's tree_split), by the
-        grower (:func:`~lowdens_dask.tree.grower.grow`), as a fit splits a leaf.
+        grower, as a fit splits a leaf (:func:`lowdens_dask.growth.split_leaf`).
 
         ``method`` and ``params`` override the tree's defaults (e.g. ``bandwidth``, ``alphas``).
         Raises ValueError if no valid split exists for the node.
         """
-        from ..backend import InMemoryData
-        from .grower import GrowthRules, grow
-        from .hyperplanes import HyperplaneSplitter
-
-        node = self._node(node)
-        if not node.is_leaf:
-            raise ValueError(f"Only leaves can be split; node {node.id} has children {node.children}.")
-        X = self._check_X(X)
-        rows = self.apply(X) == node.id
-        if rows.sum() < 2:
-            raise ValueError(
-                f"{int(rows.sum())} of the {X.shape[0]} rows of X reach node {node.id}; at least 2 are needed to "
-                "split it (pass the rows the tree was fitted on)."
+        if ClusterTree.leaf_splitter is None:
+            raise RuntimeError(
+                "ClusterTree.split needs the growth layer: import lowdens_dask.growth first (lowdens_dask.ClusterTree "
+                "and the estimators import it)."
             )
-        method = method or node.method or self.method
-        merged = {**self.params, **params} if method == self.method else dict(params)
-        min_size = merged.pop("min_size", 1)
-        splitter = HyperplaneSplitter(method, merged, min_size)
-        grow(self, InMemoryData(X[rows]), splitter, GrowthRules(self.n_leaves + 1), leaf=node.id)
-        if node.is_leaf:
-            raise ValueError(f"Node {node.id} ({int(rows.sum())} rows) has no valid {method} split.")
-        return node
+        return ClusterTree.leaf_splitter(self, node, X, method=method, **params)
 
     def prune(self, node: int | Node) -> Node:
         """Remove every descendant of an internal node, making it a leaf (PPCI's tree_prune).

@@ -50,8 +50,8 @@ from ..pursuit.significance import (
     tests_on_rows,
     with_test,
 )
-from .cluster_tree import Node
-from .rules import HyperplaneRule
+from ..tree.cluster_tree import Node
+from ..tree.rules import HyperplaneRule
 from .splitter import Candidate, Cut, SplitterBase
 
 #: In summary mode (``parallel`` > 0), leaves of at least this many rows (microclusters) are split in Dask tasks;
@@ -227,7 +227,7 @@ class HyperplaneSplitter(SplitterBase):
 
 def _with_sides(hp: Hyperplane, data) -> Hyperplane:
     """``hp`` with the weight of its lighter side among ``data``'s rows (in memory) in ``stats`` (``smaller_side``),
-    by which a told K ranks substantial splits first (:func:`~lowdens_dask.tree.grower.grow`)."""
+    by which a told K ranks substantial splits first (:func:`~lowdens_dask.growth.grower.grow`)."""
     side = data.project(hp.v) >= hp.b
     upper = float(data.weights[side].sum())
     return hp._replace(stats={**hp.stats, "smaller_side": min(upper, float(data.total_weight) - upper)})
@@ -306,7 +306,14 @@ def _split_in_tasks(method, params, min_size, nodes: dict, token, test, least_cl
     jobs = [(c, j) for c in nodes for j in starts]
     tasks = [
         _split_task(
-            method, data[c], params, min_size, j, test, c, least_cluster,
+            method,
+            data[c],
+            params,
+            min_size,
+            j,
+            test,
+            c,
+            least_cluster,
             dask_key_name=f"lowdens-split-node-{c}-start-{j}-{token}",
         )
         for c, j in jobs
@@ -393,7 +400,9 @@ def _where_significant(method: str, data, hp: Hyperplane, test: SplitTest, min_s
     if placed is None:
         return hp
     b, stats = placed
-    return hp._replace(b=float(b), valid=True, stats={**hp.stats, **stats}, params={**hp.params, PLACED: "density minimum"})
+    return hp._replace(
+        b=float(b), valid=True, stats={**hp.stats, **stats}, params={**hp.params, PLACED: "density minimum"}
+    )
 
 
 def rows_to_test(data, seed: int):
@@ -425,7 +434,9 @@ def _combine(found: list[Hyperplane | None], method: str, test: SplitTest | None
     best = best_of_starts(per_start, index)
     if test is not None:  # the best start whose split is significant, else the best one (not valid for "auto")
         significant = [s for s in per_start if s.valid and is_significant(s.stats, test)]
-        best = best_of_starts(significant, index) if significant else best._replace(valid=best.valid and not test.required)
+        best = (
+            best_of_starts(significant, index) if significant else best._replace(valid=best.valid and not test.required)
+        )
     return best._replace(
         n_evaluations=sum(hp.n_evaluations for hp in found),
         starts=tuple(v for hp in found for v in hp.starts),

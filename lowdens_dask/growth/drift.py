@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import chi2 as chi2_distribution
 
-from .cluster_tree import ClusterTree
+from ..tree.cluster_tree import ClusterTree
 
 #: Shares below this count as this in the drift statistics (a leaf no row reached before, or now).
 SHARE_FLOOR = 1e-4

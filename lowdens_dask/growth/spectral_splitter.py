@@ -1,6 +1,6 @@
 """The splitter of spectral bi-partitions (SCPP, LMSC): a leaf's split is found on the leaf's own points by
 :func:`lowdens_dask.pursuit.spectral.spectral_split` (scale, principal components, microclusters and β search
-recomputed per leaf); :func:`~lowdens_dask.tree.grower.grow` splits the largest leaf (the paper's §10 and the R
+recomputed per leaf); :func:`~lowdens_dask.growth.grower.grow` splits the largest leaf (the paper's §10 and the R
 package's ``SCPP_cluster``), or the least connected one.
 
 The points are rows in memory, the scale-out engine's summaries weighted by their row counts (summary
@@ -33,8 +33,8 @@ from ..pursuit.significance import (
     tests_on_rows,
 )
 from ..pursuit.spectral import SpectralSplit, spectral_split
-from .cluster_tree import Node
-from .rules import HyperplaneRule, NearestCentreRule, SplitRule
+from ..tree.cluster_tree import Node
+from ..tree.rules import HyperplaneRule, NearestCentreRule, SplitRule
 from .splitter import Candidate, Cut, SplitterBase
 
 
@@ -126,7 +126,9 @@ class SpectralSplitter(SplitterBase):
         on_rows = self.test is not None and rows is not None and has_pursued_null(self.method)
         d_eff = null_applies(self.method, rows, self.test) if on_rows else None  # None: sample splitting
         if self.test is None or d_eff is not None or not self.test.required:  # a ranking test needs the null
-            split = spectral_split(X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params)
+            split = spectral_split(
+                X, weights, min_side=self.min_side, spread=spread, random_state=seed, v0=v0, **self.params
+            )
             if d_eff is not None:  # tested on all of the node's rows against the pursued null
                 test = tests_on_rows(self.method, rows, [_test_direction(split)], self.test, d_eff)[0]
         else:

@@ -1,12 +1,12 @@
-"""The splitter contract: how :func:`~lowdens_dask.tree.grower.grow` asks a family of indices or rules for a
+"""The splitter contract: how :func:`~lowdens_dask.growth.grower.grow` asks a family of indices or rules for a
 node's split, and how it makes one.
 
 A splitter holds everything about its family: the index and its parameters, the frame its points are in,
 the significance test of ``n_clusters="auto"`` (:class:`~lowdens_dask.pursuit.significance.SplitTest`), how it
 reaches a node's rows (in memory, by passes over chunks, in Dask tasks). The grower holds none of it: it
 chooses the leaves, asks :meth:`Splitter.find` for their splits, judges them by :attr:`Candidate.valid`, and
-changes the tree with what :meth:`Splitter.cut` returns. Splitters: :class:`~lowdens_dask.tree.hyperplanes.
-HyperplaneSplitter` (every projection index), :class:`~lowdens_dask.tree.spectral.SpectralSplitter` (SCPP,
+changes the tree with what :meth:`Splitter.cut` returns. Splitters: :class:`~lowdens_dask.growth.hyperplane_splitter.
+HyperplaneSplitter` (every projection index), :class:`~lowdens_dask.growth.spectral_splitter.SpectralSplitter` (SCPP,
 LMSC), and the MSC and SVM-relabel splitters of their estimators.
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
-from .cluster_tree import Node
-from .rules import SplitRule
+from ..tree.cluster_tree import Node
+from ..tree.rules import SplitRule
 
 
 class Candidate(NamedTuple):
@@ -47,7 +47,7 @@ class Cut(NamedTuple):
 
 
 class Splitter(Protocol):
-    """What :func:`~lowdens_dask.tree.grower.grow` needs of a splitter. ``data`` is a node's rows in the
+    """What :func:`~lowdens_dask.growth.grower.grow` needs of a splitter. ``data`` is a node's rows in the
     splitter's own form (:class:`~lowdens_dask.backend.InMemoryData` for points in memory)."""
 
     method: str

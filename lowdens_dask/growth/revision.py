@@ -1,4 +1,4 @@
-"""How far an existing split has moved, when new rows have come (:func:`~lowdens_dask.tree.grower.grow` on a
+"""How far an existing split has moved, when new rows have come (:func:`~lowdens_dask.growth.grower.grow` on a
 grown tree): the measures that decide whether a split is kept as it is or re-pursued.
 
 A node's current hyperplane is **kept** while it still lies in low density: the density at its threshold (along
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .rules import HyperplaneRule, NearestCentreRule, SplitRule
+from ..tree.rules import HyperplaneRule, NearestCentreRule, SplitRule
 
 #: A re-pursued split that sends at most this share of its node's weight to the other side than the current
 #: rule (one without a threshold) does leaves the current rule in place ("kept").
@@ -31,6 +31,8 @@ KEEP_DENSITY = 0.05
 KEEP_DIP_LOSS = 0.1
 #: Points of the projection where :func:`_density_share` looks for the highest density.
 DENSITY_GRID = 128
+
+
 def oriented(rule: SplitRule, X: np.ndarray, w: np.ndarray, current: np.ndarray) -> SplitRule:
     """``rule`` with its sides swapped when it sends most of the weight to the other side than the current rule
     does (a re-pursuit may return the normal -v): children keep their points, and so their ids."""

@@ -1,13 +1,13 @@
 """The tree grower: :func:`grow` is the one place where a :class:`ClusterTree`'s leaves are chosen, its splits
 are found and judged, and the tree changes. It serves every tree: a fit (in memory, in summary mode, in exact
 mode; every divisive estimator, SCPP, LMSC, MSC and SVM-relabel, each through its
-:class:`~lowdens_dask.tree.splitter.Splitter`) and an update (``partial_fit``). A fit is an update of a one-leaf
+:class:`~lowdens_dask.growth.splitter.Splitter`) and an update (``partial_fit``). A fit is an update of a one-leaf
 tree.
 
 Each step at a node answers one of:
 
 - **keep** (updates only): the node's rule stays as it is while it still lies in low density
-  (:mod:`lowdens_dask.tree.revision`) and, for ``n_clusters="auto"``, its test is still significant;
+  (:mod:`lowdens_dask.growth.revision`) and, for ``n_clusters="auto"``, its test is still significant;
 - **re-pursue** (updates only): the split found from the node's current rule replaces it;
 - **merge** (updates, where :attr:`GrowthRules.merge` allows it): a node with neither a kept nor a valid
   re-pursued rule becomes a leaf, with the cluster id of its largest leaf; and where a leaf count is asked
@@ -29,7 +29,7 @@ Each step at a node answers one of:
 The splits found for the final leaves that were valid, or tested (``"auto"``), are kept on them as their
 would-be splits. In an update, the child holding most of a split leaf's old weight (rows seen before the update)
 keeps its cluster id, and the report says what happened at every node and how the partition drifted
-(:mod:`lowdens_dask.tree.drift`).
+(:mod:`lowdens_dask.growth.drift`).
 """
 
 # SPDX-License-Identifier: BSD-3-Clause
@@ -44,10 +44,10 @@ import numpy as np
 
 from .._warnings import warn
 from ..pursuit.significance import SplitTest, is_significant, required
-from .cluster_tree import ClusterTree, Node
+from ..tree.cluster_tree import ClusterTree, Node
 from .drift import shares
 from .revision import KEEP_DIP_LOSS, KEEP_REROUTED, movement, oriented, still_low
-from .rules import HyperplaneRule
+from ..tree.rules import HyperplaneRule
 from .splitter import Candidate, Splitter
 
 
