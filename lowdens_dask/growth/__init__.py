@@ -5,7 +5,6 @@ the drift of the clusters' shares."""
 
 from __future__ import annotations
 
-
 from ..tree.cluster_tree import ClusterTree, Node
 from .grower import Growth, GrowthRules, History, grow, merge_unreached_leaves
 from .splitter import Candidate, Cut, Splitter, SplitterBase

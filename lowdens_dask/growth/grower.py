@@ -45,9 +45,9 @@ import numpy as np
 from .._warnings import warn
 from ..pursuit.significance import SplitTest, is_significant, required
 from ..tree.cluster_tree import ClusterTree, Node
+from ..tree.rules import HyperplaneRule
 from .drift import shares
 from .revision import KEEP_DIP_LOSS, KEEP_REROUTED, movement, oriented, still_low
-from ..tree.rules import HyperplaneRule
 from .splitter import Candidate, Splitter
 
 
