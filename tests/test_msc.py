@@ -332,7 +332,7 @@ def test_bad_parameters_are_refused_by_name(params, match):
 
 
 def test_exact_solver_refuses_a_node_too_large_for_memory(monkeypatch):
-    import lowdens_dask.estimators.msc as module
+    import lowdens_dask.growth.msc_splitter as module
 
     assert MSC().fit(np.random.default_rng(0).normal(size=(20, 2))).solver_ == "exact"  # auto: below 5,000 rows
     monkeypatch.setattr(module, "EXACT_MAX", 10)

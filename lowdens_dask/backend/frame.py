@@ -224,3 +224,13 @@ def _warn_constant(rounding: np.ndarray) -> None:
             "bound of a float64 variance, scikit-learn's rule for StandardScaler); they are treated as constant "
             "and do not affect the splits."
         )
+
+
+def standardisation(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted column means and standard deviations (divisor W - 1); constant columns get scale 1. The variances
+    are taken of the columns divided by powers of two (:func:`column_moments`), so a
+    column of scale 1e-170 gets its own deviation, not 0 (its variance underflowed)."""
+    mean, var, unit = column_moments(X, weights)
+    scale = np.sqrt(var) * unit
+    scale[scale == 0] = 1.0
+    return mean, scale

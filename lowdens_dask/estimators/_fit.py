@@ -28,9 +28,9 @@ from ..backend.chunked import ChunkedNode
 from ..backend.cluster_summary import ClusterSummary
 from ..backend.passes import PassCounter
 from ..backend.workers import check_worker_memory, chunk_bytes
-from ..tree import ClusterTree, leaf_labels_from_json
 from ..growth.drift import shares
 from ..growth.grower import Growth, merge_unreached_leaves
+from ..tree import ClusterTree, leaf_labels_from_json
 from ._constraints import check_scale_out_params
 from ._label_pass import store_labels
 from ._params import (

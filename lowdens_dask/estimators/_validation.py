@@ -12,7 +12,7 @@ from sklearn.utils.validation import validate_data
 from threadpoolctl import ThreadpoolController
 
 from .._warnings import warn
-from ..backend.frame import check_value_range, column_moments
+from ..backend.frame import check_value_range
 from ..indices.minimum_density import BANDWIDTH_RANGE
 
 
@@ -201,16 +201,6 @@ def chunked_weights(sample_weight, X) -> tuple:
     largest = 0.0 if not np.isfinite(largest) else float(largest)
     check_weight_figures(int(nonfinite), int(negative), float(total), largest, float(least), int(too_small))
     return weights, float(total)
-
-
-def standardisation(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Weighted column means and standard deviations (divisor W - 1); constant columns get scale 1. The variances
-    are taken of the columns divided by powers of two (:func:`~lowdens_dask.backend.frame.column_moments`), so a
-    column of scale 1e-170 gets its own deviation, not 0 (its variance underflowed)."""
-    mean, var, unit = column_moments(X, weights)
-    scale = np.sqrt(var) * unit
-    scale[scale == 0] = 1.0
-    return mean, scale
 
 
 def check_positive_int(value, name: str, allow_none: bool = False) -> None:

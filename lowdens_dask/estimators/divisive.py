@@ -11,15 +11,15 @@ import numpy as np
 
 from .._warnings import warn
 from ..backend import InMemoryData
-from ..backend.memory import merge_near_copies
 from ..backend.cluster_summary import ClusterSummary
+from ..backend.memory import merge_near_copies
 from ..backend.workers import task_slots
+from ..growth.grower import Growth, GrowthRules, History, grow
+from ..growth.hyperplane_splitter import HyperplaneSplitter
 from ..indices import DEFAULT_ALPHAS
 from ..pursuit import Hyperplane
 from ..pursuit.significance import SplitTest
 from ..tree import ClusterTree
-from ..growth.grower import Growth, GrowthRules, History, grow
-from ..growth.hyperplane_splitter import HyperplaneSplitter
 from ._fit import TreeClustering, summary_clause
 from ._params import DIVISIVE_DEFAULTS, MDH_INDEX_DEFAULTS, init_with, max_node_bytes, scale_out, with_scale_out_doc
 from ._validation import check_bandwidth, check_mdh_params, check_n_clusters_auto, single_threaded_blas

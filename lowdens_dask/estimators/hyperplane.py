@@ -13,9 +13,9 @@ from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
 from ..backend.frame import Frame, exact_frame, rows_frame
 from ..backend.workers import task_slots
-from ..tree import ClusterTree, hyperplane_side
 from ..growth.grower import Growth, GrowthRules, grow
 from ..growth.hyperplane_splitter import HyperplaneSplitter, Refine
+from ..tree import ClusterTree, hyperplane_side
 from ._fit import TreeClustering
 from ._params import is_chunked_input, max_node_bytes
 from ._validation import single_threaded_blas

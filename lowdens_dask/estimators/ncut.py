@@ -50,9 +50,7 @@ class NCutH(HyperplaneEstimator):
 
     _method = "ncut"
 
-    __init__ = init_with(
-        {}, {**NCUT_INDEX_DEFAULTS, "min_size": 1, "standardize": False, **scale_out()}
-    )
+    __init__ = init_with({}, {**NCUT_INDEX_DEFAULTS, "min_size": 1, "standardize": False, **scale_out()})
 
     def _check_params(self) -> None:
         check_pursuit_params(self, divisive=False)

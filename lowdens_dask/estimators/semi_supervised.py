@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from ..backend import ChunkedData, InMemoryData, as_dask_array
-from ..backend.frame import Frame
+from ..backend.frame import Frame, standardisation
 from ..pursuit.semi_supervised import semi_supervised_hyperplane
 from ._constraints import check_scale_out_params
 from ._params import (
@@ -27,7 +27,7 @@ from ._params import (
     seed_of,
 )
 from ._summary_pass import summarise
-from ._validation import check_fit_input, check_mdh_params, single_threaded_blas, standardisation
+from ._validation import check_fit_input, check_mdh_params, single_threaded_blas
 
 #: The legal ``svm_C``. The SVM only supplies a start direction, whose limits as C -> 0 (the weighted difference of
 #: the class means) and C -> inf (the hard-margin SVM) are reached well inside this range; liblinear's primal solver

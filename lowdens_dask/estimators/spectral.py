@@ -16,11 +16,11 @@ import numpy as np
 from .._warnings import warn
 from ..backend import InMemoryData
 from ..backend.frame import exact_frame, rows_frame
+from ..growth.grower import Growth, GrowthRules, by_size, grow
+from ..growth.spectral_splitter import SpectralSplitter, least_connected
 from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
-from ..growth.grower import Growth, GrowthRules, by_size, grow
-from ..growth.spectral_splitter import SpectralSplitter, least_connected
 from ._fit import summary_clause
 from ._params import DEPRECATED, init_with, renamed, scale_out
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
