@@ -38,31 +38,10 @@ def finite_column_range(x):
 
 
 @njit(cache=True, nogil=True)
-def group_sums(x, labels, k):
-    """Row counts, column sums and sums of squared norms per label: ``(counts, sums, sq)``.
-
-    ``x`` is (n, d), ``labels`` in [0, k). Accumulates in float64 whatever the input dtype.
-    """
-    n, d = x.shape
-    counts = np.zeros(k)
-    sums = np.zeros((k, d))
-    sq = np.zeros(k)
-    for i in range(n):
-        j = labels[i]
-        counts[j] += 1.0
-        s = 0.0
-        for c in range(d):
-            v = np.float64(x[i, c])
-            sums[j, c] += v
-            s += v * v
-        sq[j] += s
-    return counts, sums, sq
-
-
-@njit(cache=True, nogil=True)
 def weighted_group_sums(x, labels, k, w):
-    """:func:`group_sums` with row weights ``w`` (frequencies): total weight, weighted column sums and weighted sums of
-    squared norms per label, ``(counts, sums, sq)``, in float64."""
+    """Total weight (``w``: the rows' frequencies), weighted column sums and weighted sums of squared norms per
+    label: ``(counts, sums, sq)``. ``x`` is (n, d), ``labels`` in [0, k). Accumulates in float64 whatever the input
+    dtype."""
     n, d = x.shape
     counts = np.zeros(k)
     sums = np.zeros((k, d))
@@ -78,6 +57,12 @@ def weighted_group_sums(x, labels, k, w):
             s += v * v
         sq[j] += wi * s
     return counts, sums, sq
+
+
+@njit(cache=True, nogil=True)
+def group_sums(x, labels, k):
+    """Row counts, column sums and sums of squared norms per label: :func:`weighted_group_sums` with weight 1."""
+    return weighted_group_sums(x, labels, k, np.ones(x.shape[0]))
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
