@@ -15,7 +15,7 @@ from tolerances import argmin_atol
 from lowdens_dask import PDDP, MDHClustering
 from lowdens_dask.backend import as_dask_array
 from lowdens_dask.datasets import load_dataset
-from lowdens_dask.tree import hyperplanes
+from lowdens_dask.growth import hyperplane_splitter as hyperplanes
 
 
 def mixture(n=30_000, k=4, d=6, seed=0):

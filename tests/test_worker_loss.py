@@ -15,7 +15,7 @@ from distributed import Client, LocalCluster
 
 from lowdens_dask import DePDDP, MDHClustering
 from lowdens_dask.testing import kill_worker_at
-from lowdens_dask.tree import hyperplanes
+from lowdens_dask.growth import hyperplane_splitter as hyperplanes
 
 ROWS, CHUNK = 200_000, 10_000  # 20 row chunks
 
