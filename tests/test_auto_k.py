@@ -206,6 +206,7 @@ def test_max_clusters_caps_auto_and_none():
     assert ld.NCutClustering(n_clusters=None, max_clusters=3).fit(X).n_clusters_ == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["summary", "exact"])
 def test_auto_on_chunked_input(mode):
     X, y = _mixture(3, per=1_500)
@@ -287,6 +288,7 @@ def test_merge_duplicates_sums_weights_in_first_occurrence_order():
     assert merge_duplicates(collide, np.ones(3))[0].shape == (2, 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["MDHClustering", "NCutClustering", "MCClustering", "SCPPClustering"])
 @pytest.mark.parametrize("r", [2, 5])
 def test_repeated_rows_are_weights(name, r):

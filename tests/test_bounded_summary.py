@@ -123,6 +123,7 @@ def test_compiled_mdh_continuation_takes_the_coroutines_steps(seed, monkeypatch)
     np.testing.assert_allclose(compiled.relative_depth, generic.relative_depth, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_partial_fit_keeps_the_summary_within_budget():
     """Night after night, the kept summary stays within max_microclusters, and still counts every row."""
     rng = np.random.default_rng(3)

@@ -70,6 +70,7 @@ def fitted_run(tmp_path_factory):
     return root, X, y, np.asarray(ids)[model.labels_]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "suffix, out_suffix", [(".npy", ".zarr"), (".csv", ".npy"), (".parquet", ".csv"), (".npy", ".parquet")]
 )
@@ -99,6 +100,7 @@ def test_predict_reads_and_writes_every_format(fitted_run, tmp_path, suffix, out
     np.testing.assert_array_equal(labels, expected)
 
 
+@pytest.mark.slow
 def test_predict_refuses_rows_of_another_width(fitted_run, tmp_path):
     root, X, _, _ = fitted_run
     np.save(tmp_path / "narrow.npy", X[:, :5])
@@ -111,6 +113,7 @@ def test_predict_refuses_rows_of_another_width(fitted_run, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_plot_writes_the_runs_plots(fitted_run, tmp_path):
     root, _, y, _ = fitted_run
     np.save(tmp_path / "y.npy", y)
@@ -132,6 +135,7 @@ def test_plot_writes_the_runs_plots(fitted_run, tmp_path):
         assert (tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "make, message",
     [

@@ -484,6 +484,7 @@ def test_an_update_whose_attempt_cannot_be_cleaned_up_leaves_no_run_and_a_retry_
 
 
 # ------------------------------------------------------------------------------------------------ the flow
+@pytest.mark.slow
 def test_the_flow_retries_a_commit_that_failed_and_reuses_the_run_id(here, monkeypatch):
     """Prefect's retries of the persist task (a transient failure before the commit marker): the attempt that
     never committed commits on the retry, under its run id; a second flow run at that id replaces the run (the

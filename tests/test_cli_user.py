@@ -10,9 +10,9 @@ import time
 
 import numpy as np
 import pytest
-from machine import scaled
 import zarr
 from lowdens_pipelines import RunsStore
+from machine import scaled
 
 CLI = [sys.executable, "-m", "lowdens_pipelines.cli"]
 
@@ -58,6 +58,7 @@ def large_zarr(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", [[], ["--workers", "2"]], ids=["in-process", "local-cluster"])
 def test_ctrl_c_stops_the_whole_group_at_once_and_leaves_no_run(large_zarr, tmp_path, where):
     store = tmp_path / "runs"
@@ -84,6 +85,7 @@ def test_ctrl_c_stops_the_whole_group_at_once_and_leaves_no_run(large_zarr, tmp_
 
 
 # ---------------------------------------------------------------------------------------------------- input
+@pytest.mark.slow
 def test_a_csv_without_a_header_keeps_its_first_row(tmp_path):
     X, y = _blobs()
     np.savetxt(tmp_path / "X.csv", X, delimiter=",")
@@ -97,6 +99,7 @@ def test_a_csv_without_a_header_keeps_its_first_row(tmp_path):
     assert done.returncode == 0 and f"{len(X) - 1} rows × 4 columns" in done.stderr, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".npy", ".zarr"])
 def test_small_input_is_fitted(tmp_path, suffix):
     X, y = _blobs(n_per_group=10, groups=2)
@@ -129,6 +132,7 @@ BAD_INPUT = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD_INPUT))
 @pytest.mark.parametrize("where", [[], ["--workers", "2"]], ids=["in-process", "local-cluster"])
 def test_bad_input_fails_in_one_line_before_anything_starts(tmp_path, case, where):
@@ -149,6 +153,7 @@ def test_bad_input_fails_in_one_line_before_anything_starts(tmp_path, case, wher
     assert not list(tmp_path.glob("dask-scratch-space")), "a Dask worker started"
 
 
+@pytest.mark.slow
 def test_nan_rows_may_be_skipped_as_the_message_says(tmp_path):
     path = _nan_rows(tmp_path)
     done = lowdens("fit", path, "--n-clusters", 3, "--param", "nonfinite=skip", "--store", "runs", cwd=tmp_path)
@@ -159,6 +164,7 @@ def test_nan_rows_may_be_skipped_as_the_message_says(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------- speed
+@pytest.mark.slow
 def test_a_small_fit_runs_in_process_without_prefect_or_distributed(tmp_path):
     """No Prefect API: no server, no LocalCluster, and neither Prefect nor distributed is even imported; the run
     is committed all the same, and --labels prints the scores."""
@@ -184,6 +190,7 @@ def test_a_small_fit_runs_in_process_without_prefect_or_distributed(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------- quiet
+@pytest.mark.slow
 @pytest.mark.parametrize("where", [[], ["--workers", "1"]], ids=["in-process", "local-cluster"])
 def test_success_is_quiet(tmp_path, where):
     """What was read and the result: no Dask or Prefect log lines, no telemetry errors, no worker output."""

@@ -107,6 +107,7 @@ def test_exact_mode_on_a_dask_array_gives_the_in_memory_hyperplane(chunks):
     np.testing.assert_array_equal((X @ hp.v < hp.b)[far], (X @ ref.v < ref.b)[far])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "make",
     [
@@ -136,6 +137,7 @@ def test_estimators_in_exact_mode_match_in_memory_fits(make, chunks, max_node_by
         np.testing.assert_allclose(model.v_, ref.v_, atol=argmin_atol(FTOL))
 
 
+@pytest.mark.slow
 def test_exact_mode_on_a_local_cluster_from_zarr(tmp_path):
     X = bimodal(n=4000, d=4, seed=3)
     X[7, 2] = np.nan
@@ -202,6 +204,7 @@ def test_restarts_share_each_projection_pass(monkeypatch):
     assert len(widths) < hp.n_evaluations  # ... in fewer passes than evaluations
 
 
+@pytest.mark.slow
 def test_passes_are_counted_and_each_node_is_logged(caplog):
     """Split by passes, an objective evaluation costs at most two passes (X @ V, then X.T @ G; restarts share
     them); gathered to a worker, a node costs one pass and no evaluation passes. Each split computed is one log

@@ -27,6 +27,7 @@ def flow_on_local_cluster():
     return partial(recluster, cluster=LOCAL)
 
 
+@pytest.mark.slow
 def test_recluster_persists_a_complete_run(data, tmp_path):
     from lowdens_pipelines import RunsStore
 
@@ -101,6 +102,7 @@ def test_bad_input_fails_before_any_cluster_and_leaves_no_run(data, tmp_path, mo
     assert RunsStore(store).runs() == []
 
 
+@pytest.mark.slow
 def test_lowdens_fit_runs_the_flow(data, tmp_path, capsys):
     from lowdens_pipelines import RunsStore
     from lowdens_pipelines.cli import main

@@ -42,6 +42,7 @@ def clusters_of(labels, y):
     return [int(np.bincount(labels[y == k]).argmax()) for k in range(len(CENTRES))]
 
 
+@pytest.mark.slow
 def test_cluster_ids_carry_over_between_runs(cluster, tmp_path):
     from lowdens_pipelines import RunsStore
 
@@ -85,6 +86,7 @@ def test_cluster_ids_carry_over_between_runs(cluster, tmp_path):
     assert sorted(clusters_of(third.labels.compute(), y_new)) == sorted(ids)
 
 
+@pytest.mark.slow
 def test_worker_killed_during_the_fit(cluster, tmp_path):
     from lowdens_pipelines import RunsStore
 
@@ -110,6 +112,7 @@ def test_worker_killed_during_the_fit(cluster, tmp_path):
     cluster.wait_for_workers(3, timeout=60)
 
 
+@pytest.mark.slow
 def test_failed_run_leaves_the_store_as_it_was(cluster, tmp_path):
     from lowdens_pipelines import RunsStore
 
@@ -136,6 +139,7 @@ def test_failed_run_leaves_the_store_as_it_was(cluster, tmp_path):
     assert not os.path.exists(os.path.join(store.root, "other")) or os.listdir(os.path.join(store.root, "other")) == []
 
 
+@pytest.mark.slow
 def test_rows_with_nan_follow_the_nonfinite_policy(cluster, tmp_path):
     from lowdens_pipelines import RunsStore
 
@@ -180,6 +184,7 @@ def nights(cluster, tmp_path_factory):
     return store, night2, (X1, y1), (X2, y2)
 
 
+@pytest.mark.slow
 def test_an_update_run_keeps_the_ids_and_names_its_parent(cluster, nights):
     store, night2, (_, y1), (X2, y2) = nights
     run_flow(cluster, night2, store.root, "n2", update_from="n1", n_clusters=None)
@@ -197,6 +202,7 @@ def test_an_update_run_keeps_the_ids_and_names_its_parent(cluster, nights):
     assert second.tree.update == 1 and second.summary.n_rows == 80_000
 
 
+@pytest.mark.slow
 def test_worker_killed_during_an_update(cluster, nights):
     from lowdens_dask.testing import kill_worker_at
 
@@ -217,6 +223,7 @@ def test_worker_killed_during_an_update(cluster, nights):
     cluster.wait_for_workers(3, timeout=60)
 
 
+@pytest.mark.slow
 def test_a_failed_update_leaves_the_parent_as_it_was(cluster, nights, tmp_path):
     from lowdens_dask.backend import ChunkReadError
 

@@ -193,6 +193,7 @@ def run_warmup(cache_dir, env) -> tuple[float, dict]:
     return elapsed, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_second_process_finds_the_compiled_kernels(tmp_path):
     """The image's warm-up command (its quick form), twice, in a fresh NUMBA_CACHE_DIR and with the image's CPU
     settings: the first compiles the kernels into the directory, the second loads them and compiles nothing."""

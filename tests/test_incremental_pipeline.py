@@ -40,6 +40,7 @@ def files_of(run) -> dict[str, bytes]:
 
 
 # ---------------------------------------------------------------------------------------------------- the CLI
+@pytest.mark.slow
 def test_lowdens_fit_update_from_keeps_the_ids_and_finds_the_mixture(in_here, capsys):
     """The issue's CLI acceptance: two nights of 100,000 rows x 8 float32 from five well-separated components;
     night 2 updates night 1's run, with no --n-clusters; ``runs show`` names the parent, and ``predict`` of the
@@ -121,6 +122,7 @@ def test_serve_incremental_options_are_checked_first(in_here, capsys):
 
 
 # ---------------------------------------------------------------------------------------------------- run_job
+@pytest.mark.slow
 def test_every_fit_keeps_the_summary_an_update_starts_from(in_here):
     """A summary-mode fit keeps its own summary; an exact fit (in memory, by the in-process path) keeps one built
     from its rows; both can be updated."""
@@ -145,6 +147,7 @@ def test_every_fit_keeps_the_summary_an_update_starts_from(in_here):
     assert set(update.attrs["metrics"]["seconds"]) == {"load_and_validate", "update", "write_labels", "metrics"}
 
 
+@pytest.mark.slow
 def test_an_update_keeps_the_parent_runs_ids_and_never_reuses_one(in_here):
     """A run whose ids were carried over by matching (here a permutation of its tree's labels, with ids up to 11
     used before) is updated: the update's tree labels its leaves with those ids, a new cluster gets an id no run
@@ -251,6 +254,7 @@ def test_a_failed_update_leaves_the_parent_as_it_was_and_no_run(parent, monkeypa
     assert files_of(after) == before  # every byte of the parent, its tree, summary and labels
 
 
+@pytest.mark.slow
 def test_a_series_updates_its_latest_run_and_refits_every_n(in_here):
     """``lowdens serve --incremental --refit-every 3``'s runs: a fit, two updates, a refit (whose ids are matched
     with the series' latest run's), an update of the refit; a run of another series is never a parent."""

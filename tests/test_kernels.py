@@ -296,6 +296,7 @@ def test_microclusters_are_a_consistent_partition(dtype):
     assert (counts * spread).sum() < 0.2 * total_scatter
 
 
+@pytest.mark.slow
 def test_microcluster_assignment_is_blocked_and_exact():
     """The nearest centre of every row, by blocks of ASSIGN_BLOCK rows, equals the direct argmin of the
     distances; a chunk task's working memory stays within a small multiple of the chunk (issue 9, memory:

@@ -71,6 +71,7 @@ def _wait_for_line(process: subprocess.Popen, expected: str, timeout: float) -> 
 SLOW = pytest.mark.skipif(not os.environ.get("LOWDENS_SLOW_TESTS"), reason="about a minute; set LOWDENS_SLOW_TESTS=1")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [pytest.param("flow", marks=SLOW), "cli"])
 def test_kill_9_mid_fit_leaves_no_process_and_no_partial_run(command, tmp_path, monkeypatch, capsys):
     X = _blobs_zarr(tmp_path / "X.zarr")

@@ -118,6 +118,7 @@ def test_notebook_is_saved_valid_and_without_outputs():
     assert "LOWDENS_QUICKSTART_DIR" in code[0].source
 
 
+@pytest.mark.slow
 def test_notebook_runs_top_to_bottom(tmp_path):
     # One test, so that pytest-xdist never runs the notebook (a minute, with two Dask workers) twice. Under load:
     # a busy loop holds a core (issue 35, item 7: Prefect's temporary server took 19.5 s of its default 20 s there)

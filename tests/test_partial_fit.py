@@ -47,6 +47,7 @@ OLD_TRUTH = np.repeat(np.arange(6), 300)
 NEW_PROBE = probe(6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [MDHClustering, NCutClustering])
 def test_drift_scenario_keeps_ids_and_gives_the_new_component_a_new_id(cls):
     est = cls(n_clusters="auto", random_state=0)
@@ -74,6 +75,7 @@ def test_drift_scenario_keeps_ids_and_gives_the_new_component_a_new_id(cls):
     assert [(n.created, n.changed) for n in est.tree_ if n.changed == 2].count((2, 2)) == 2
 
 
+@pytest.mark.slow
 def test_the_update_report():
     est = MDHClustering(n_clusters="auto", random_state=0)
     est.partial_fit(night(1)[0])
@@ -117,6 +119,7 @@ def test_a_split_no_longer_significant_is_merged_and_takes_the_larger_id():
     assert set(np.unique(est.labels_)) == {larger}
 
 
+@pytest.mark.slow
 def test_integer_n_clusters_keeps_the_count():
     est = MDHClustering(n_clusters=6, random_state=0)
     for number in range(1, 5):
@@ -125,6 +128,7 @@ def test_integer_n_clusters_keeps_the_count():
         assert {r["action"] for r in est.update_report_["nodes"]} <= {"kept", "re-pursued"}
 
 
+@pytest.mark.slow
 def test_equivalent_to_a_refit_on_a_fixed_distribution():
     batches = [night(number, new_from=1)[0] for number in range(1, 6)]
     est = MDHClustering(n_clusters="auto", random_state=0)
@@ -148,6 +152,7 @@ def test_the_other_hyperplane_estimators_update(cls):
     assert np.array_equal(est.labels_, est.predict(night(2, n=6000)[0]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, n_clusters", [(SCPPClustering, "auto"), (LMSCClustering, 6)])
 def test_the_spectral_estimators_update(cls, n_clusters):
     est = cls(n_clusters=n_clusters, random_state=0, max_clusters=8)
@@ -174,6 +179,7 @@ def test_dask_and_zarr_input(tmp_path):
     assert zarr.open_array(store).shape == X2.shape  # the input is untouched
 
 
+@pytest.mark.slow
 def test_nonfinite_rows_in_an_update():
     est = MDHClustering(n_clusters="auto", random_state=0, nonfinite="skip")
     est.partial_fit(night(1)[0])
@@ -185,6 +191,7 @@ def test_nonfinite_rows_in_an_update():
         MDHClustering(n_clusters="auto", random_state=0).partial_fit(night(1)[0]).partial_fit(X)
 
 
+@pytest.mark.slow
 def test_an_exact_fit_updates_once_given_its_summary():
     X1 = night(1)[0]
     est = MDHClustering(n_clusters="auto", random_state=0).fit(X1)  # exact mode, in memory
@@ -208,6 +215,7 @@ def test_an_exact_fit_updates_once_given_its_summary():
         unpickled.partial_fit(night(2)[0])
 
 
+@pytest.mark.slow
 def test_fit_forgets_the_summary_and_the_updates():
     est = MDHClustering(n_clusters="auto", random_state=0, mode="summary")
     est.partial_fit(night(1)[0]).partial_fit(night(2)[0])
@@ -290,8 +298,8 @@ def test_a_re_pursued_split_keeps_its_sides():
     """A re-pursuit that returns the normal -v must not swap the children, and so the ids (grow on a grown tree)."""
     from lowdens_dask.backend import InMemoryData
     from lowdens_dask.growth.grower import GrowthRules, History, grow
-    from lowdens_dask.tree.rules import HyperplaneRule
     from lowdens_dask.growth.splitter import Candidate, SplitterBase
+    from lowdens_dask.tree.rules import HyperplaneRule
 
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(size=(500, 2)), rng.normal(size=(500, 2)) + [10.0, 0.0]])
@@ -317,6 +325,7 @@ def test_a_re_pursued_split_keeps_its_sides():
     assert tree.root.v @ [1.0, 0.0] > 0 and tree.root.b == 5.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [DePDDP, IPDDP])
 def test_a_split_in_one_of_several_gaps_is_kept(cls):
     """dePDDP's lowest minimum and iPDDP's widest gap jump between the equally good gaps of separated clusters: the

@@ -449,6 +449,7 @@ def updated():
     return model.tree_, X2, report
 
 
+@pytest.mark.slow
 def test_plot_tree_frames_the_splits_the_latest_update_changed(updated, dermatology, trees):
     tree, X, _ = updated
     changed = set(tree.changed_nodes())
@@ -493,6 +494,7 @@ def test_plot_dendrogram_with_ids_that_are_not_0_to_k(updated):
     assert sorted(int(t.split()[0]) for t in ticks) == labels
 
 
+@pytest.mark.slow
 def test_save_plots_adds_the_shares_of_an_update(updated, tmp_path):
     tree, X, report = updated
     written = save_plots(tree, X, tmp_path, max_points=300, update_report=report)

@@ -6,6 +6,7 @@ process's stderr."""
 
 import re
 
+import pytest
 from test_prefect_server import CRON, _deployment, _run, _serve, _stop, _tail, blobs, prefect_server  # noqa: F401
 
 
@@ -38,6 +39,7 @@ def _flow_run_logs(client, flow_run_id) -> list:
             return logs
 
 
+@pytest.mark.slow
 def test_flow_run_logs_reach_the_server(prefect_server, blobs, tmp_path):  # noqa: F811 (the fixtures)
     import time
 

@@ -202,6 +202,7 @@ def _run(client, deployment, serve: subprocess.Popen, failed, **parameters):
     return flow_run
 
 
+@pytest.mark.slow
 def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
     from lowdens_pipelines import RunsStore
     from prefect.client.orchestration import get_client
@@ -277,6 +278,7 @@ def test_serve_on_a_prefect_server(prefect_server, blobs, tmp_path):
     assert [r.run_id for r in RunsStore(store).runs()] == ["served-1"]  # the refused run left nothing
 
 
+@pytest.mark.slow
 def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
     """Issue 24: ``lowdens serve --incremental``; two runs scheduled from the deployment, each after the night's
     rows were written to the deployment's input: the first fits, the second updates the first (its parent) and

@@ -126,6 +126,7 @@ def labels_of(model):
     return np.asarray(model.labels_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kind", ESTIMATORS)
 @settings(settings.get_profile(PROFILE))
 @given(data=datasets(), n_clusters=st.integers(2, 5), standardize=st.booleans())
@@ -149,6 +150,7 @@ def test_fit_properties(name, kind, data, n_clusters, standardize):
     np.testing.assert_array_equal(labels_of(again), labels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kind", ESTIMATORS)
 def test_permuted_rows_give_the_same_partition(name, kind):
     """Run after collecting the outcomes of ``permutation_examples`` below (one per data set)."""

@@ -80,6 +80,7 @@ def make(name, mode, n_clusters):
     return METHODS[name].clustering(**params)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CHUNKED)
 def test_chunked_fit_properties(name, tmp_path_factory, monkeypatch):
     """Small input is fitted in memory (at most ``SMALL_INPUT_ROWS`` rows); these small arrays take the

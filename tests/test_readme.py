@@ -9,6 +9,7 @@ import pytest
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not README.exists(), reason="README.md not found next to the tests")
 def test_readme_python_example_runs():
     """The first python block (Usage) runs as written; the scale-out one needs a zarr store and a
@@ -22,6 +23,7 @@ def test_readme_python_example_runs():
     assert namespace["restored"].n_leaves == namespace["tree"].n_leaves
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not README.exists(), reason="README.md not found next to the tests")
 def test_readme_dask_example_runs_as_a_script(tmp_path):
     """The scale-out block, pasted into a script, runs as it stands (its __main__ guard lets the
@@ -51,6 +53,7 @@ def test_readme_has_no_other_kinds_of_code_block():
     assert kinds.count("python") == 2 and kinds.count("bash") == 3
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not README.exists(), reason="README.md not found next to the tests")
 def test_readme_pipeline_commands_run_as_they_stand(tmp_path, monkeypatch, capsys):
     """The pipeline block, in an empty folder, command after command (in this process, through the ``lowdens``

@@ -22,8 +22,8 @@ from lowdens_dask import (
     SCPPClustering,
 )
 from lowdens_dask.backend import INTEGRITY_ATTRIBUTE, WorkerMemoryError, as_dask_array, write_integrity_manifest
-from lowdens_dask.tree import HyperplaneRule
 from lowdens_dask.growth.grower import merge_unreached_leaves
+from lowdens_dask.tree import HyperplaneRule
 
 
 def _rounding_level_rows(n: int = 300) -> tuple[np.ndarray, np.ndarray]:
@@ -166,6 +166,7 @@ def test_point14_a_leaf_no_row_reaches_is_merged_back():
     assert tree.nodes[2].rule == HyperplaneRule([1.0], 9.0) and tree.nodes[5].depth == 2
 
 
+@pytest.mark.slow
 def test_point18_workers_too_small_fail_instead_of_waiting():
     """Issue 22, point 18: workers whose start-up footprint is above their pause threshold get a WorkerMemoryError
     naming the limit and the footprint, at once; and a pass whose workers all stay paused, with no task running,

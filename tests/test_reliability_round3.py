@@ -79,6 +79,7 @@ def test_item4_irregular_chunks_agree_with_exact_mode(name, case):
         assert adjusted_rand_score(truth, np.asarray(fitted.labels_)) > 0.99, mode
 
 
+@pytest.mark.slow
 def test_item5_scpp_auto_in_exact_mode_tests_rows():
     """Item 5: SCPP auto in exact mode tested each split on ~38 microclusters: 5 clusters at least 11 sd apart
     gave 2, against 5 in memory."""

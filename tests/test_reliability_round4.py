@@ -8,11 +8,17 @@ import warnings
 import joblib
 import numpy as np
 import pytest
-
 from sklearn.base import BaseEstimator
 
 import lowdens_dask
-from lowdens_dask import LMSC, MDHClassifier, MDHClustering, NCutClustering, SupportVectorClustering, SVMRelabelClustering
+from lowdens_dask import (
+    LMSC,
+    MDHClassifier,
+    MDHClustering,
+    NCutClustering,
+    SupportVectorClustering,
+    SVMRelabelClustering,
+)
 
 #: every public estimator class
 ESTIMATORS = [
@@ -117,7 +123,6 @@ def test_a_csv_whose_lines_end_with_a_comma_has_the_columns_before_it(tmp_path, 
     """Item 3: 'a,b,c,' / '1.0,2.0,3.0,' was read with a fourth, empty column, and lowdens fit refused every row
     ('600 of the 600 rows have NaN or inf values')."""
     from cli_helpers import blobs, lowdens
-
     from lowdens_pipelines.inputs import read_input
 
     monkeypatch.chdir(tmp_path)
@@ -225,6 +230,7 @@ GOOD_VALUES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BAD_VALUES))
 def test_the_commands_table_of_method_values_agrees_with_the_estimators(name):
     """Each method that takes a parameter of the table (METHOD_CONSTRAINTS) refuses the values the table refuses

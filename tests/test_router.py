@@ -282,6 +282,7 @@ def centre_tree(V, centres, sides):
     return tree
 
 
+@pytest.mark.slow
 def test_centre_grid_candidates_hold_the_nearest_centre():
     """Numpy reference: for random points of each cell, the nearest centre (all distances) is among the cell's
     candidates, every centre left out is farther than it by more than the cell's room, and a pure cell's side

@@ -45,6 +45,7 @@ def commit_run(store, run_id, labels, **attrs):
         return attempt.commit()
 
 
+@pytest.mark.slow
 def test_two_interleaved_attempts_the_first_to_commit_wins(store):
     """The sequence of issue 22 point 1: B opens and writes; A opens inside B's block, writes and commits;
     then B commits. A's run stays whole, B's commit says it lost, and B leaves nothing behind."""
@@ -97,6 +98,7 @@ def open_two(store):
     return sorted((a, b), key=lambda attempt: (attempt.claimed_at, attempt.name))
 
 
+@pytest.mark.slow
 def test_claims_that_see_each_other_the_larger_withdraws_and_the_smaller_wins(store):
     """Both claims are written before either attempt lists the claims: the larger key loses at once; the
     smaller, settling after it, finds no rival left and wins. Readers see the previous run until then."""
@@ -139,6 +141,7 @@ def test_a_rival_that_won_without_seeing_a_smaller_claim_wins(store):
     np.testing.assert_array_equal(store.get("x").labels.compute(), LABELS_A)
 
 
+@pytest.mark.slow
 def test_a_rival_that_died_after_claiming_makes_the_commit_lose_in_time(store):
     """The larger claim's writer died before deciding: the smaller waits race_timeout, then loses; the
     previous run stays visible. An attempt opened after the dead claim is not held up by it."""
@@ -158,6 +161,7 @@ def truncate(store, path):
     store.fs.pipe_file(path, text[: len(text) // 2])
 
 
+@pytest.mark.slow
 def test_a_damaged_run_is_reported_and_the_others_stay_usable(store):
     """Issue 22 point 2: a truncated zarr.json of one committed run."""
     for run_id, path in (("r1", "a.zarr"), ("r2", "a.zarr"), ("r3", "b.zarr")):

@@ -69,6 +69,7 @@ def on_s3(s3_server, tmp_path_factory):
         }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["summary", "exact"])
 def test_fit_from_s3_into_an_s3_runs_store(on_s3, mode):
     status, out, err = on_s3["fits"][mode]

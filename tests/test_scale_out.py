@@ -42,6 +42,7 @@ def store(tmp_path_factory):
     return path, X, y
 
 
+@pytest.mark.slow
 def test_fit_from_zarr_path_writes_chunk_aligned_labels(client, store, tmp_path):
     path, X, y = store
     labels_path = tmp_path / "labels.zarr"
@@ -198,6 +199,7 @@ def test_mdh_from_zarr_path(client, store):
     assert all(len(g) == 1 for g in groups)  # no true cluster is cut
 
 
+@pytest.mark.slow
 def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     """Issue 9: workers with memory_limit="400MB" and Dask's default memory thresholds (spill, pause,
     terminate) fit a 1.28 GB zarr store in summary mode: nothing materialises it, no worker is killed or
@@ -247,6 +249,7 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     assert adjusted_rand_score(y, labels) > 0.99
 
 
+@pytest.mark.slow
 def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store, monkeypatch):
     """Works through a scheduler address; node splits (of summaries above TASK_MIN_ROWS) and chunk passes show up
     as named tasks."""

@@ -128,6 +128,7 @@ def test_issue_reproducers(name, scale, mode):
         est.fit(data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_within_the_range_the_answer_is_that_at_scale_one(name):
     """At 1e45, inside the range, every estimator finds the partition it finds at scale 1 (the two clusters)."""
@@ -177,6 +178,7 @@ def test_column_moments_are_the_rows_own_statistics():
     np.testing.assert_array_equal(constant_columns(mean, var, w.sum(), unit), constant_columns(plain_mean, plain_var, w.sum()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["PDDP", "MDHClustering", "MSCClustering", "SVMRelabelClustering"])
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_column_of_tiny_scale_is_standardized_not_dropped(name, chunked):

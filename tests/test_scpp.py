@@ -65,6 +65,7 @@ def outlier_data():
     return X
 
 
+@pytest.mark.slow
 def test_beta_schedule_stops_at_the_first_balanced_split():
     X = outlier_data()
     w = np.ones(len(X))
@@ -137,6 +138,7 @@ def test_standardized_fit_routes_in_the_original_coordinates(three):
     np.testing.assert_array_equal(model.tree_.predict(X), model.labels_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["package", "paper"])
 def test_one_split_estimators(three, scheme):
     X, y = three

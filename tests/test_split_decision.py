@@ -134,6 +134,7 @@ def test_outliers_leave_the_other_rows_clusters():
     assert len(dirty.labels_) == 803
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [MDHClustering, DePDDP])
 def test_told_the_k_auto_finds_gives_autos_clusters_with_a_small_group(cls):
     """fuzz5 repro_4: three Gaussians and a 0.4% group (below min_cluster_size) beside the largest."""

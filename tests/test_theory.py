@@ -186,6 +186,7 @@ def margin_of(X, v, b):
     return np.min(np.abs(X @ v - b))
 
 
+@pytest.mark.slow
 def test_mdh_converges_to_maximum_margin_hyperplane():
     X, _ = figure3_data()
     centred = X - X.mean(axis=0)

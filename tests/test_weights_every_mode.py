@@ -47,6 +47,7 @@ def test_summary_mode_weights_as_dask_or_zarr(tmp_path):
     assert unweighted.summary_.weights.sum() == len(X) != ref.summary_.weights.sum() == w.sum()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [MDHClustering, PDDP])
 @pytest.mark.parametrize("max_node_bytes", [0, "auto"])  # 0: every node by passes; auto: gathered on a worker
 def test_exact_mode_with_weights_is_the_weighted_fit_in_memory(cls, max_node_bytes):

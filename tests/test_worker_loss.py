@@ -14,8 +14,8 @@ import zarr
 from distributed import Client, LocalCluster
 
 from lowdens_dask import DePDDP, MDHClustering
-from lowdens_dask.testing import kill_worker_at
 from lowdens_dask.growth import hyperplane_splitter as hyperplanes
+from lowdens_dask.testing import kill_worker_at
 
 ROWS, CHUNK = 200_000, 10_000  # 20 row chunks
 
@@ -120,6 +120,7 @@ def summary_baseline(cluster, store, tmp_path_factory):
     return labels, killer.redone
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern, occurrence", SUMMARY_MOMENTS)
 def test_summary_fit_survives_a_worker_kill(cluster, store, summary_baseline, tmp_path, pattern, occurrence):
     expected, redone_anyway = summary_baseline
@@ -136,6 +137,7 @@ def exact_data():
     return da.from_array(X, chunks=(5000, 4))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pattern, occurrence, max_node_bytes", EXACT_MOMENTS)
 def test_exact_fit_survives_a_worker_kill(cluster, exact_data, pattern, occurrence, max_node_bytes):
     expected, baseline = run(cluster, lambda: fit_exact(exact_data, max_node_bytes), "none", 0)
