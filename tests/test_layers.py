@@ -3,6 +3,7 @@ estimators, each importing only the layers below it, and no import circle anywhe
 inside functions count; those under ``if TYPE_CHECKING:`` do not (they never run)."""
 
 import ast
+import functools
 from pathlib import Path
 
 import lowdens_dask
@@ -43,6 +44,7 @@ def _imports(name: str, path: Path, modules: dict) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
+@functools.cache
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     return {name: _imports(name, path, modules) for name, path in modules.items()}
