@@ -125,10 +125,7 @@ def _chunk_node_microclusters(
     weighted = isinstance(x, tuple)
     k = min(int(np.ceil(weights.sum() / rows_per_microcluster)), max_per_chunk, rows.shape[0])
     counts, means, spread = microclusters(rows, k, seed, weights=weights if weighted else None)
-    keys = sample_keys(rows.shape[0], np.random.default_rng([seed, 1]))
-    if weighted:
-        with np.errstate(divide="ignore"):
-            keys = keys / weights  # the least of w exponential keys (as the summarising pass draws them)
+    keys = sample_keys(rows.shape[0], np.random.default_rng([seed, 1]), weights if weighted else None)
     kept, keys = bottom_rows(rows, keys, *sample)
     return counts, means, spread, kept, keys, rows.shape[0], 0
 

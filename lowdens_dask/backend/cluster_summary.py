@@ -26,9 +26,14 @@ def sample_size(n_features: int) -> int:
     return int(min(SAMPLE_ROWS, max(1_000, SAMPLE_BYTES // (8 * max(n_features, 1)))))
 
 
-def sample_keys(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Keys of ``n`` new rows for the summary's sample: exponential draws (rate 1, the weight of a new row)."""
-    return rng.standard_exponential(n)
+def sample_keys(n: int, rng: np.random.Generator, weights: np.ndarray | None = None) -> np.ndarray:
+    """Keys of ``n`` new rows for the summary's sample: exponential draws (rate 1, the weight of a new row); with
+    ``weights``, of rate w (the least of w copies' keys; weight 0: inf, never sampled)."""
+    keys = rng.standard_exponential(n)
+    if weights is None:
+        return keys
+    with np.errstate(divide="ignore"):
+        return keys / weights
 
 
 def key_threshold(n_rows: float, size: int) -> float:

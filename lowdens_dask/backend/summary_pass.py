@@ -54,11 +54,9 @@ def _chunk_microclusters(
     total = x.shape[0] if weights is None else float(weights.sum())
     k = min(int(np.ceil(total / rows_per_microcluster)), max_per_chunk, x.shape[0])
     counts, means, spread, representatives = microclusters(x, k, seed, representatives=True, weights=weights)
-    keys = sample_keys(x.shape[0], np.random.default_rng([seed, 1]))
+    keys = sample_keys(x.shape[0], np.random.default_rng([seed, 1]), weights)
     if weights is not None:
-        with np.errstate(divide="ignore"):
-            keys = keys / weights  # the least of w exponential keys; weight 0: never sampled
-        x, keys = x[weights > 0], keys[weights > 0]
+        x, keys = x[weights > 0], keys[weights > 0]  # weight 0: never sampled
     rows, keys = bottom_rows(x, keys, *sample)
     return counts, means, spread, representatives, rows.astype(np.float64), keys, n, n_nonfinite
 
