@@ -32,7 +32,7 @@ yaml = pytest.importorskip("yaml")
 #: yaml.safe_load's loader, in C where PyYAML has it.
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "kubernetes"
 DOCKERFILE = DEPLOY / "Dockerfile"
