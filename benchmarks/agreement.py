@@ -26,7 +26,7 @@ import dask
 import dask.array as da
 import numpy as np
 import zarr
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 from scale import K, generate
 from sklearn.metrics import adjusted_rand_score, v_measure_score
 

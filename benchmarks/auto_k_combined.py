@@ -10,7 +10,7 @@ beside the same grower with each index alone, so that the comparison isolates th
 import argparse
 
 import numpy as np
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask.backend import InMemoryData

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import dask.array as da
 import numpy as np
-from _common import RESULTS_DIR, command_line, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, markdown_table, write_markdown
 from sklearn.metrics import adjusted_rand_score
 
 import lowdens_dask as ld

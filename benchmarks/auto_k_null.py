@@ -55,8 +55,8 @@ from pathlib import Path
 
 import numpy as np
 
-# _common first: it puts the repository root on sys.path.
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+# harness first: it puts the checkout being measured on sys.path.
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 METHODS = (
     "MDHClustering",

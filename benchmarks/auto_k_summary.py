@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import zarr
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 from scale import CHUNK, D, K, generate, start_cluster
 from sklearn.metrics import adjusted_rand_score
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 BANDWIDTHS = [None] + [10.0**e for e in range(-8, 1)]
 CHILD = textwrap.dedent(

@@ -93,7 +93,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from _common import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 K, D = 5, 10
 ZARR_CHUNK = 250_000

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 CHILD = r"""
 import json, sys, time

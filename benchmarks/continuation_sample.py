@@ -18,7 +18,7 @@ for _name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "M
     os.environ[_name] = "1"
 
 import numpy as np  # noqa: E402
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown  # noqa: E402
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
 from lowdens_dask import MDHClustering  # noqa: E402

@@ -37,7 +37,7 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import zarr
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 from distributed import Client, LocalCluster
 from sklearn.metrics import adjusted_rand_score
 

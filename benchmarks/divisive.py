@@ -9,7 +9,7 @@ the data as shipped (no preprocessing). Reported:
 - cold time: the first fit in a fresh subprocess whose numba cache (NUMBA_CACHE_DIR) is a new empty
   directory, so all kernels are compiled; cold minus warm is reported as the compile time;
 - single-thread warm time: as the warm time, in a subprocess with NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS=1;
-- the plain numpy/scipy reference (``reference_mdh.mddc_reference``): its time (median of 3, or 1 with
+- the plain numpy/scipy reference (``tests/reference_mdh.py``, ``mddc_reference``): its time (median of 3, or 1 with
   ``--quick``), its V-measure and the speed-up reference time / our warm time;
 - our warm time over PPCI's measured time on every set where PPCI takes at least 1 s (target <= 0.2);
 - the variants (``--variants``, default all): the other split indices of MDHClustering ("fval", "rdepth"),
@@ -34,10 +34,7 @@ are computed from that file.
 """
 
 import argparse
-import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,18 +42,21 @@ import warnings
 
 import numpy as np
 
-# _common first: it puts the repository root on sys.path.
-from _common import (
+# harness first: it puts the checkout being measured on sys.path.
+from harness import (
     ANCHORS_DIR,
-    REPO_ROOT,
     RESULTS_DIR,
     command_line,
+    drop_constant_columns,
+    emit,
     fmt,
     load_anchors,
+    load_reference,
     markdown_table,
     median_time,
     write_markdown,
 )
+from harness import run_worker as harness_worker
 
 from lowdens_dask import DePDDP, MCClustering, MDHClustering, NCutClustering, SCPPClustering
 from lowdens_dask.datasets import list_datasets, load_dataset
@@ -93,9 +93,6 @@ VARIANTS = {
     "mc": (lambda k: MCClustering(n_clusters=k, random_state=0, split_index="Fdist-only"), "mcdc"),
     "scpp": (lambda k: SCPPClustering(n_clusters=k, split_index="size-only"), "scpp"),
 }
-SINGLE_THREAD_ENV = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                       "MKL_NUM_THREADS")}
-RESULT_TAG = "RESULT "
 
 
 def n_classes(y) -> int:
@@ -112,12 +109,6 @@ def anchors_date() -> str:
         return "undated"
     match = re.search(r"these:\s*(\d{4}-\d{2}-\d{2})", text)
     return match.group(1) if match else "undated"
-
-
-def drop_constant_columns(X) -> np.ndarray:
-    """X without its constant columns (PPCI's protocol for the bundled data sets)."""
-    X = np.asarray(X)
-    return X[:, np.ptp(X, axis=0) > 0]
 
 
 def fit(X, k, variant=None):
@@ -148,25 +139,23 @@ def worker(mode: str, name: str, repeats: int, variant: str | None = None) -> di
             "leaves": int(model.n_clusters_), "ari": perf["adjusted_rand"], "vm": perf["v_measure"]}
 
 
-def run_worker(mode: str, name: str, repeats: int, env_update: dict, variant: str | None = None) -> dict:
-    env = dict(os.environ, **env_update)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", mode, "--datasets", name, "--repeats", str(repeats)]
-    if variant is not None:
-        cmd += ["--variant", variant]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=str(REPO_ROOT))
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
-    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    print(f"  {mode} worker failed for {name}: {tail}", file=sys.stderr)
-    return {"time": float("nan"), "error": tail}
+def run_worker(mode: str, name: str, repeats: int, single_thread: bool, variant: str | None = None,
+               env: dict | None = None) -> dict:
+    """The worker (``mode`` cold or warm) on one data set in a subprocess of this checkout; a failed one gives a
+    nan time and its error."""
+    args = ["--mode", mode, "--datasets", name, "--repeats", repeats] + (["--variant", variant] if variant else [])
+    try:
+        return harness_worker(__file__, None, args, single_thread=single_thread, env=env)
+    except RuntimeError as error:
+        tail = (str(error).strip().splitlines() or ["no output"])[-1]
+        print(f"  {mode} worker failed for {name}: {tail}", file=sys.stderr)
+        return {"time": float("nan"), "error": tail}
 
 
 def cold_time(name: str) -> dict:
     cache = tempfile.mkdtemp(prefix="lowdens-numba-cache-")
     try:
-        return run_worker("cold", name, 1, {"NUMBA_CACHE_DIR": cache})
+        return run_worker("cold", name, 1, False, env={"NUMBA_CACHE_DIR": cache})
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -181,7 +170,7 @@ def bench(name: str, repeats: int, ref_repeats: int, reference: bool) -> dict:
     warm, warm_times = median_time(lambda: fit(X, k), repeats)
     print(f"  {name}: warm {warm:.3f} s", file=sys.stderr, flush=True)
     cold = cold_time(name)
-    single = run_worker("warm", name, repeats, SINGLE_THREAD_ENV)
+    single = run_worker("warm", name, repeats, True)
     row = {
         "name": name, "n": X.shape[0], "d": X.shape[1], "k": k, "leaves": int(model.n_clusters_),
         "ari": perf["adjusted_rand"], "vm": perf["v_measure"], "purity": perf["purity"],
@@ -190,8 +179,7 @@ def bench(name: str, repeats: int, ref_repeats: int, reference: bool) -> dict:
         "ref_time": float("nan"), "ref_vm": float("nan"), "ref_times": None,
     }
     if reference:
-        from reference_mdh import mddc_reference
-
+        mddc_reference = load_reference().mddc_reference
         labels = []
         row["ref_time"], row["ref_times"] = median_time(lambda: labels.append(mddc_reference(X, k)), ref_repeats)
         row["ref_vm"] = cluster_performance(y, labels[-1])["v_measure"]
@@ -224,7 +212,7 @@ def report(rows, args, ref_repeats, variants) -> str:
         "NUMBA_NUM_THREADS=OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=MKL_NUM_THREADS=1. Cold = the first fit in a fresh "
         "subprocess with an empty numba cache (new NUMBA_CACHE_DIR); compile = cold - warm. "
         + ("Reference: skipped (--no-reference). " if args.no_reference else
-           f"Reference = `benchmarks/reference_mdh.py::mddc_reference` (plain numpy/scipy), median of {ref_repeats} "
+           f"Reference = `tests/reference_mdh.py::mddc_reference` (plain numpy/scipy), median of {ref_repeats} "
            "run(s), measured in the same run. ")
         + "PPCI V-m = PPCI's measured V-measure.",
         markdown_table(header, main_rows),
@@ -396,7 +384,8 @@ def main(argv=None):
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="comma-separated variants to compare (default: all of " + ",".join(VARIANTS)
                         + "); '' for none")
-    parser.add_argument("--worker", choices=("cold", "warm"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", choices=("cold", "warm"), default="warm", help=argparse.SUPPRESS)
     parser.add_argument("--variant", choices=tuple(VARIANTS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     names = list_datasets() if not args.datasets else [s.strip() for s in args.datasets.split(",") if s.strip()]
@@ -407,7 +396,7 @@ def main(argv=None):
         parser.error("--repeats must be at least 1")
 
     if args.worker:
-        print(RESULT_TAG + json.dumps(worker(args.worker, names[0], args.repeats, args.variant)), flush=True)
+        emit(worker(args.mode, names[0], args.repeats, args.variant))
         return
     chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
     if sorted(set(chosen) - set(VARIANTS)):
@@ -421,7 +410,7 @@ def main(argv=None):
     variants = {}
     for variant in chosen:
         print(f"variant {variant} ...", file=sys.stderr, flush=True)
-        variants[variant] = {name: run_worker("warm", name, args.repeats, SINGLE_THREAD_ENV, variant) for name in names}
+        variants[variant] = {name: run_worker("warm", name, args.repeats, True, variant) for name in names}
     body = report(rows, args, ref_repeats, variants)
     path = write_markdown(args.output, "Divisive MDH clustering on the bundled data sets", command_line(), body)
     print(path.read_text())

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import textwrap
 
-from _common import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 from lowdens_dask.datasets import list_datasets
 

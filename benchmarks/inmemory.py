@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 SINGLE_THREAD_ENV = {
     k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

@@ -20,7 +20,7 @@ import warnings
 
 import dask.array as da
 import numpy as np
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import METHODS

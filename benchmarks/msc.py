@@ -41,7 +41,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS_DIR, PeakRSS, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, PeakRSS, command_line, fmt, markdown_table, write_markdown
 from scipy import stats
 from scipy.linalg import eigh
 from scipy.spatial.distance import cdist

@@ -10,65 +10,63 @@ the exact fit, on the ten sets and on the 10^6-row scale mixture (K = 16, also a
     python benchmarks/quality_side_by_side.py [--base REV] [--methods mdh,pddp,...] [--datasets NAME,...]
         [--mixture-n 1e6] [--output FILE]
 
-The earlier commit is checked out into a temporary git worktree (removed afterwards); each checkout runs in its
-own single-thread subprocess, the two at once (their times are comparable only as a rough guide). Each worker
+The earlier commit is checked out into a temporary git worktree (removed afterwards, ``harness.base_checkout``); each
+checkout runs in its own single-thread subprocess (``harness.start_worker``), the two at once (their times are
+comparable only as a rough guide). Each worker
 writes its results to a JSON file in a scratch folder after every fit, so that a run that fails keeps the fits it
 finished (the error names the file); the folder is removed after a run that succeeds.
 """
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
-from _common import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
-
-SINGLE_THREAD_ENV = {
-    k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-}
+from harness import (
+    REPO_ROOT,
+    RESULTS_DIR,
+    base_checkout,
+    bundled,
+    check_checkout,
+    command_line,
+    fmt,
+    git,
+    markdown_table,
+    scores,
+    start_worker,
+    timed,
+    write_markdown,
+)
 
 
 def worker(checkout: str, methods: list[str], mixture_n: int, datasets: list[str] | None, output: str) -> None:
     """Labels, ARI and V-measure of every fit, for the package in ``checkout``, written to ``output`` (JSON) after
     each fit."""
-    sys.path.insert(0, checkout)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import numpy as np
-    from sklearn.metrics import adjusted_rand_score, v_measure_score
+    from sklearn.metrics import adjusted_rand_score
 
-    import lowdens_dask
+    check_checkout(checkout)
     from lowdens_dask import METHODS, MDHClustering
-    from lowdens_dask.datasets import list_datasets, load_dataset
 
-    assert os.path.realpath(lowdens_dask.__path__[0]).startswith(os.path.realpath(checkout))
     warnings.simplefilter("ignore")
     out = {}
 
     def record(key, labels, y, seconds, exact=None):
         labels = np.asarray(labels)
+        score = scores(y, labels)
         out[key] = {
             "labels": labels.tolist(),
-            "ari": adjusted_rand_score(y, labels),
-            "v": v_measure_score(y, labels),
+            "ari": score["ari"],
+            "v": score["v"],
             "vs_exact": None if exact is None else adjusted_rand_score(exact, labels),
             "s": seconds,
         }
         Path(output).write_text(json.dumps(out))
 
-    def timed(fit):
-        start = time.perf_counter()
-        est = fit()
-        return est, time.perf_counter() - start
-
-    for name in datasets or list_datasets():
-        X, y = load_dataset(name)
-        k = len(np.unique(y))
+    for name, X, y, k in bundled(datasets):
         for method in methods:
             est, s = timed(lambda: METHODS[method].clustering(n_clusters=k, random_state=0).fit(X))
             record(f"{name}/{method}", est.labels_, y, s)
@@ -95,11 +93,9 @@ def worker(checkout: str, methods: list[str], mixture_n: int, datasets: list[str
 def start(checkout: str, args, output: str) -> subprocess.Popen:
     """The worker for ``checkout`` in a single-thread subprocess (the two checkouts run at once), writing its
     results to ``output``."""
-    env = dict(os.environ, **SINGLE_THREAD_ENV)
-    env.pop("PYTHONPATH", None)
-    argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--worker-output", output]
-    argv += ["--methods", args.methods, "--datasets", args.datasets, "--mixture-n", str(int(args.mixture_n))]
-    return subprocess.Popen(argv, env=env, cwd=tempfile.gettempdir())
+    argv = ["--worker-output", output, "--methods", args.methods, "--datasets", args.datasets,
+            "--mixture-n", str(int(args.mixture_n))]  # fmt: skip
+    return start_worker(__file__, checkout, argv)
 
 
 def result(process: subprocess.Popen, output: str) -> dict:
@@ -123,15 +119,11 @@ def main(argv=None):
         datasets = [d for d in args.datasets.split(",") if d] or None
         worker(args.worker, methods, int(args.mixture_n), datasets, args.worker_output)
         return
-    base_dir = tempfile.mkdtemp(prefix="lowdens-base-")
-    subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "-q", "--detach", base_dir, args.base], check=True)
     scratch = tempfile.mkdtemp(prefix="lowdens-quality-")
     outputs = [f"{scratch}/{side}.json" for side in ("earlier", "this")]
-    try:
+    with base_checkout(args.base) as base_dir:
         workers = [start(checkout, args, out) for checkout, out in zip((base_dir, str(REPO_ROOT)), outputs)]
         earlier, this = (result(process, out) for process, out in zip(workers, outputs))
-    finally:
-        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", base_dir], check=False)
     shutil.rmtree(scratch)
     rows, worse = [], []
     for key, a in earlier.items():
@@ -156,7 +148,7 @@ def main(argv=None):
     identical = sum(earlier[k]["labels"] == this[k]["labels"] for k in earlier)
     micro = this.get("mixture/mdh summary", {}).get("microclusters")
     body = (
-        f"Earlier commit: `{args.base}`. Labels identical on {identical} of {len(earlier)} fits. "
+        f"Earlier commit: `{args.base}` ({git('rev-parse', '--short', args.base)}). Labels identical on {identical} of {len(earlier)} fits. "
         + (
             f"Lower in this checkout (ARI, or ARI against exact mode for summary rows): {', '.join(worse)}."
             if worse

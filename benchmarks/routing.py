@@ -8,24 +8,27 @@ median over rounds and the ratio earlier / this. Labels must be identical.
 
     python benchmarks/routing.py [--base REV] [--rounds N] [--n 1e6] [--output FILE]
 
-The earlier commit is checked out into a temporary git worktree, removed afterwards.
+The earlier commit is checked out into a temporary git worktree, removed afterwards (``harness.base_checkout``).
 """
 
 import argparse
 import hashlib
-import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 
-from _common import REPO_ROOT, RESULTS_DIR, command_line, markdown_table, write_markdown
+from harness import (
+    REPO_ROOT,
+    RESULTS_DIR,
+    base_checkout,
+    check_checkout,
+    command_line,
+    emit,
+    markdown_table,
+    median_time,
+    run_worker,
+    write_markdown,
+)
 
-SINGLE_THREAD_ENV = {
-    k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-}
 K, D, FIT_ROWS = 16, 32, 20_000
 
 
@@ -43,37 +46,24 @@ def mixture(n: int, seed: int = 0):
 
 def worker(checkout: str, n: int) -> dict:
     """Predict times and a digest of the labels, for the package in ``checkout``."""
-    sys.path.insert(0, checkout)
     import numpy as np
 
-    import lowdens_dask
+    check_checkout(checkout)
     from lowdens_dask import MDHClustering
 
-    assert os.path.realpath(lowdens_dask.__path__[0]).startswith(os.path.realpath(checkout))
     X32 = mixture(n)
     X64 = X32.astype(np.float64)
     model = MDHClustering(n_clusters=K, random_state=0).fit(X64[:FIT_ROWS])
     out = {"times": {}, "digests": {}}
     for name, X in (("float64", X64), ("float32", X32)):
         labels = model.predict(X)
-        runs = []
-        for _ in range(5):
-            start = time.perf_counter()
-            model.predict(X)
-            runs.append(time.perf_counter() - start)
-        out["times"][name] = statistics.median(runs)
+        out["times"][name] = median_time(lambda: model.predict(X), 5)[0]
         out["digests"][name] = hashlib.sha1(np.ascontiguousarray(labels, dtype=np.int64).tobytes()).hexdigest()
     return out
 
 
 def run(checkout: str, n: int, single_thread: bool) -> dict:
-    env = dict(os.environ, **(SINGLE_THREAD_ENV if single_thread else {}))
-    env.pop("PYTHONPATH", None)
-    out = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--n", str(n)], env=env,
-        capture_output=True, text=True, check=True, cwd=tempfile.gettempdir(),
-    )  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_worker(__file__, checkout, ["--n", n], single_thread=single_thread)
 
 
 def main(argv=None):
@@ -86,19 +76,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     n = int(float(args.n))
     if args.worker:
-        print(json.dumps(worker(args.worker, n)))
+        emit(worker(args.worker, n))
         return
-    base_dir = tempfile.mkdtemp(prefix="lowdens-base-")
-    subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "-q", "--detach", base_dir, args.base], check=True)
     results = {(who, threads): [] for who in ("earlier", "this") for threads in ("1 thread", "default threads")}
-    try:
+    with base_checkout(args.base) as base_dir:
         for r in range(args.rounds):
             print(f"round {r + 1} ...", file=sys.stderr, flush=True)
             for threads in ("1 thread", "default threads"):
                 for who, checkout in (("earlier", base_dir), ("this", str(REPO_ROOT))):
                     results[who, threads].append(run(checkout, n, threads == "1 thread"))
-    finally:
-        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", base_dir], check=False)
     rows, same = [], []
     for threads in ("1 thread", "default threads"):
         for dtype in ("float64", "float32"):

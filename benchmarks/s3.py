@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 K = 5
 STEPS = ("load_and_validate", "fit", "continuity", "write_labels", "metrics")

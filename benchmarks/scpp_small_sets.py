@@ -35,7 +35,7 @@ import sys  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _common import (  # noqa: E402
+from harness import (  # noqa: E402
     ANCHORS_DIR,
     RESULTS_DIR,
     command_line,

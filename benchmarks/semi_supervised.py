@@ -26,7 +26,7 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-from _common import RESULTS_DIR, command_line, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, markdown_table, write_markdown
 
 METHODS = ("MDHClassifier", "LabelSpreading", "LabelSpreading-knn", "SelfTraining-SVC", "LinearSVC-labelled")
 PAIR_SETS = ("optidigits", "pendigits", "satellite", "imageseg")

@@ -29,7 +29,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import RESULTS_DIR, command_line, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, markdown_table, write_markdown
 
 from lowdens_dask import LMSCClustering, SCPPClustering
 from lowdens_dask.datasets import load_dataset

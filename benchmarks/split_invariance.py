@@ -51,8 +51,8 @@ import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-# _common first: it puts the repository root on sys.path.
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown  # noqa: E402
+# harness first: it puts the checkout being measured on sys.path.
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown  # noqa: E402
 from sklearn.metrics import adjusted_rand_score  # noqa: E402
 
 from lowdens_dask import METHODS  # noqa: E402

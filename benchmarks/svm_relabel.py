@@ -26,7 +26,7 @@ import time
 import warnings
 
 import numpy as np
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
 
 
 def load():

@@ -15,13 +15,14 @@ import warnings
 
 import numpy as np
 
-# _common first: it puts the repository root on sys.path.
-from _common import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+# harness first: it puts the checkout being measured on sys.path.
+from harness import RESULTS_DIR, command_line, fmt, load_reference, markdown_table, write_markdown
 
-from lowdens_dask import MDH, PDDP, DePDDP
+from lowdens_dask import MDH, DePDDP, PDDP
 from lowdens_dask.datasets import load_dataset
 from lowdens_dask.metrics import binary_v_measure, success_ratio
-from reference_mdh import mdh_reference
+
+mdh_reference = load_reference().mdh_reference
 
 # (our name, the paper's label)
 DATASETS = [
@@ -182,7 +183,7 @@ def main(argv=None):
         table, mean = method_table(method, names, results)
         if method == "MDH":
             mdh_mean = mean
-            note = ("The reference columns are `benchmarks/reference_mdh.py::mdh_reference` (plain numpy/scipy) "
+            note = ("The reference columns are `tests/reference_mdh.py::mdh_reference` (plain numpy/scipy) "
                     "on the same data. Times are single fits, after a warm-up fit.\n\n"
                     if results["MDH (reference)"] else "")
             parts.append(f"## MDH (MDP²)\n\n{note}{table}")

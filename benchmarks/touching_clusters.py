@@ -14,7 +14,7 @@ import argparse
 import warnings
 
 import numpy as np
-from _common import RESULTS_DIR, command_line, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, markdown_table, write_markdown
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import GaussianMixture
 

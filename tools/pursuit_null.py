@@ -16,29 +16,32 @@ tail's shape (:func:`lowdens_dask.pursuit.significance.pursued_pvalue`).
 Each index's draws are saved under ``--work`` as they finish (one file per index), so indices can be run in
 separate processes; ``--write`` merges the saved files into the shipped table.
 
-    python benchmarks/pursuit_null.py --methods mdh --draws 120        # simulate one index
-    python benchmarks/pursuit_null.py --methods scpp --draws 30 --dimensions 1,2,4,8,16,32,64
-    python benchmarks/pursuit_null.py --methods lmsc --draws 20 --dimensions 1,2,4,16,64 --sizes 16,64,256,1024,4096
-    python benchmarks/pursuit_null.py --write                          # merge every saved index
+    python tools/pursuit_null.py --methods mdh --draws 120        # simulate one index
+    python tools/pursuit_null.py --methods scpp --draws 30 --dimensions 1,2,4,8,16,32,64
+    python tools/pursuit_null.py --methods lmsc --draws 20 --dimensions 1,2,4,16,64 --sizes 16,64,256,1024,4096
+    python tools/pursuit_null.py --write                          # merge every saved index
 """
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-# _common first: it puts the repository root on sys.path.
-from _common import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# The table is built from this checkout's package, also when lowdens_dask is not installed.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(1, str(REPO_ROOT))
 
 import lowdens_dask as ld
 from lowdens_dask.backend import InMemoryData
+from lowdens_dask.growth.spectral_splitter import _test_direction
 from lowdens_dask.kernels.dip import dip_statistic, spread_ties
 from lowdens_dask.pursuit import find_hyperplane
 from lowdens_dask.pursuit.significance import NULL_SHAPES, PURSUIT_NULL, participation_ratio
 from lowdens_dask.pursuit.spectral import spectral_split
-from lowdens_dask.growth.spectral_splitter import _test_direction
 
 ESTIMATORS = {"mdh": ld.MDHClustering, "ncut": ld.NCutClustering, "mc": ld.MCClustering, "pddp": ld.PDDP,
               "depddp": ld.DePDDP, "ipddp": ld.IPDDP, "scpp": ld.SCPPClustering, "lmsc": ld.LMSCClustering}  # fmt: skip
@@ -126,7 +129,7 @@ def main(argv=None) -> None:
         "grid for the costly spectral indices; the table is looked up by the draws' effective dimension)"
     )
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma list of the grid's sizes")
-    parser.add_argument("--work", default=str(REPO_ROOT / "benchmarks" / "results" / "pursuit-null"))
+    parser.add_argument("--work", default=str(REPO_ROOT / "tools" / "pursuit-null"))
     parser.add_argument("--write", action="store_true", help="merge the saved draws into the shipped table")
     args = parser.parse_args(argv)
     work = Path(args.work)

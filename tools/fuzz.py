@@ -1,6 +1,6 @@
-"""The long profile of the property-based tests (tests/test_properties.py), as a benchmark-style run.
+"""The long profile of the property-based tests (``test_properties.py`` under tests/), as a benchmark-style run.
 
-    python benchmarks/fuzz.py --examples 1000
+    python tools/fuzz.py --examples 1000
 
 Runs every property test with ``LOWDENS_FUZZ_PROFILE=long`` (random, not derandomised) and prints a
 markdown tables: examples per property test, failures, and the rate at which permuting the rows kept
@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The property tests, wherever tests/ keeps them.
+PROPERTIES = next(iter(sorted((ROOT / "tests").rglob("test_properties.py"))), ROOT / "tests" / "test_properties.py")
 
 
 def main() -> int:
@@ -33,7 +35,7 @@ def main() -> int:
             "LOWDENS_FUZZ_REPORT": str(report),
         }
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--hypothesis-show-statistics"]
-        cmd += ["-n", str(args.workers), str(ROOT / "tests" / "test_properties.py")]
+        cmd += ["-n", str(args.workers), str(PROPERTIES)]
         start = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         elapsed = time.perf_counter() - start
