@@ -26,7 +26,7 @@ import dask
 import dask.array as da
 import numpy as np
 import zarr
-from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, drop_constant_columns, fmt, markdown_table, write_markdown
 from scale import K, generate
 from sklearn.metrics import adjusted_rand_score, v_measure_score
 
@@ -66,7 +66,7 @@ def chunked_rows(names=("breastcancer", "satellite", "optidigits"), chunkings=(5
     rows = []
     for name in names:
         X, y = load_dataset(name)
-        X = X[:, X.std(axis=0) > 0]
+        X = drop_constant_columns(X)
         k = len(np.unique(y))
         t = time.perf_counter()
         ref = MDHClustering(n_clusters=k).fit(X)

@@ -23,7 +23,6 @@ from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import METHODS
 
-
 #: A fit with n_clusters="auto" takes at most this many times a fit told K = 16 (issue 33).
 MAX_RATIO = 1.1
 

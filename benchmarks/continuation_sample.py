@@ -11,11 +11,11 @@ at its defaults, single thread, one fit; seconds, ARI against the fit on every r
 """
 
 import argparse
-import os
 import time
 
-for _name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_name] = "1"
+import harness
+
+harness.single_thread(force=True)  # before numpy, numba or scikit-learn load their thread pools
 
 import numpy as np  # noqa: E402
 from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown  # noqa: E402

@@ -14,20 +14,29 @@ against the classes. The processes alternate set by set, so that all see the sam
 """
 
 import argparse
+import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
 
-from harness import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import (
+    REPO_ROOT,
+    RESULTS_DIR,
+    SINGLE_THREAD_ENV,
+    base_checkout,
+    command_line,
+    fmt,
+    markdown_table,
+    subprocess_env,
+    write_markdown,
+)
 
 from lowdens_dask.datasets import list_datasets
 
 METHODS = ("PDDP", "DePDDP", "IPDDP")
-THREADS = {k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 #: Times the fits of one program on one set: ``argv``: which ("ours" or "hipart"), the set, repeats, the rows file.
 CHILD = textwrap.dedent(
     """
@@ -66,9 +75,7 @@ CHILD = textwrap.dedent(
 
 
 def measure(python: str, which: str, name: str, repeats: int, rows: str, path: str | None) -> dict:
-    env = {**os.environ, **THREADS}
-    if path is not None:
-        env["PYTHONPATH"] = path
+    env = {**os.environ, **SINGLE_THREAD_ENV} if path is None else subprocess_env(path)
     done = subprocess.run([python, "-c", CHILD, which, name, str(repeats), rows], capture_output=True, text=True,
                           env=env, timeout=3600, check=False)  # fmt: skip
     if done.returncode:
@@ -88,14 +95,9 @@ def main(argv=None) -> None:
 
     from lowdens_dask.datasets import load_dataset
 
-    tmp = tempfile.mkdtemp(prefix="hipart-")
-    base_path = None
-    if args.base:
-        base_path = os.path.join(tmp, "base")
-        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "--detach", base_path, args.base],
-                       check=True, capture_output=True)  # fmt: skip
     rows_table = []
-    try:
+    base_context = base_checkout(args.base) if args.base else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="hipart-") as tmp, base_context as base_path:
         for name in args.datasets.split(","):
             X, y = load_dataset(name)
             rows = os.path.join(tmp, f"{name}.npz")
@@ -114,11 +116,6 @@ def main(argv=None) -> None:
                     fmt(o["ari"], 3), "-" if "ari" not in p else fmt(p["ari"], 3),
                 ])  # fmt: skip
                 print(rows_table[-1], flush=True)
-    finally:
-        if base_path:
-            subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", base_path],
-                           capture_output=True, check=False)  # fmt: skip
-        shutil.rmtree(tmp, ignore_errors=True)
     header = ["data set", "method", "ours ms", f"base ({args.base}) ms" if args.base else "base ms", "HiPart ms",
               "ours / HiPart", "ARI ours", "ARI HiPart"]  # fmt: skip
     slower = [r for r in rows_table if r[5] != "nan" and float(r[5]) > 1.0]

@@ -19,38 +19,37 @@ fit's.
 """
 
 import argparse
-import json
-import os
 import shutil
-import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-from harness import REPO_ROOT, RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
-
-SINGLE_THREAD_ENV = {
-    k: "1" for k in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-}
+from harness import (
+    REPO_ROOT,
+    RESULTS_DIR,
+    base_checkout,
+    check_checkout,
+    command_line,
+    emit,
+    fmt,
+    markdown_table,
+    median_time,
+    run_worker,
+    write_markdown,
+)
 
 
 def worker(checkout: str, method: str, n: int, repeats: int, labels_path: str, n_clusters=None) -> dict:
     """Median seconds of ``repeats`` fits of ``n`` rows with the package in ``checkout``; the labels go to
     ``labels_path`` (.npy)."""
-    sys.path.insert(0, checkout)
     import warnings
 
     import numpy as np
     from sklearn.metrics import adjusted_rand_score
 
-    import lowdens_dask
-    from lowdens_dask import METHODS
+    check_checkout(checkout)
+    from cli import K, rows
 
-    assert os.path.realpath(lowdens_dask.__path__[0]).startswith(os.path.realpath(checkout))
-    sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
-    from cli import K, rows  # after lowdens_dask is imported: cli.py puts this checkout on sys.path
+    from lowdens_dask import METHODS
 
     warnings.simplefilter("ignore")
     X = rows(0, n)
@@ -59,23 +58,16 @@ def worker(checkout: str, method: str, n: int, repeats: int, labels_path: str, n
     cls = METHODS[method].clustering
     n_clusters = K if n_clusters is None else n_clusters
     cls(n_clusters=n_clusters).fit(X[:3000])
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        est = cls(n_clusters=n_clusters, mode="exact").fit(X)  # in memory at every size (auto: summary above 5e6 values)
-        seconds.append(time.perf_counter() - start)
+    fits = []  # in memory at every size (auto: summary above 5e6 values)
+    median, seconds = median_time(lambda: fits.append(cls(n_clusters=n_clusters, mode="exact").fit(X)), repeats)
+    est = fits[-1]
     np.save(labels_path, np.asarray(est.labels_))
-    return {"s": statistics.median(seconds), "runs": seconds, "ari_truth": adjusted_rand_score(y, est.labels_),
-            "k": int(est.n_clusters_)}
+    return {"s": median, "runs": seconds, "ari_truth": adjusted_rand_score(y, est.labels_), "k": int(est.n_clusters_)}
 
 
 def run(checkout: str, method: str, n: int, repeats: int, labels_path: str, threads: int = 1, n_clusters="5") -> dict:
-    env = dict(os.environ, **{**SINGLE_THREAD_ENV, "NUMBA_NUM_THREADS": str(threads)})
-    env.pop("PYTHONPATH", None)
-    argv = [sys.executable, os.path.abspath(__file__), "--worker", checkout, "--methods", method, "--sizes", str(n),
-            "--repeats", str(repeats), "--labels", labels_path, "--n-clusters", str(n_clusters)]
-    out = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, cwd=tempfile.gettempdir(), check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    args = ["--methods", method, "--sizes", n, "--repeats", repeats, "--labels", labels_path, "--n-clusters", n_clusters]
+    return run_worker(__file__, checkout, args, env={"NUMBA_NUM_THREADS": str(threads)})
 
 
 def main(argv=None):
@@ -96,18 +88,15 @@ def main(argv=None):
     methods = [m for m in args.methods.split(",") if m]
     if args.worker:
         k = args.n_clusters if args.n_clusters == "auto" else int(args.n_clusters)
-        print(json.dumps(worker(args.worker, methods[0], sizes[0], args.repeats, args.labels, k)))
+        emit(worker(args.worker, methods[0], sizes[0], args.repeats, args.labels, k))
         return
     import numpy as np
     from sklearn.metrics import adjusted_rand_score
 
     base_sizes = {int(float(s)) for s in args.base_sizes.split(",") if s}
     scratch = Path(tempfile.mkdtemp(prefix="lowdens-inmemory-"))
-    base_dir = scratch / "base"
-    subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "add", "-q", "--detach", str(base_dir), args.base],
-                   check=True)
     rows = []
-    try:
+    with base_checkout(args.base) as base_dir:
         for method in methods:
             for n in sizes:
                 k = args.n_clusters
@@ -129,9 +118,7 @@ def main(argv=None):
                     *threaded, ", ".join(fmt(s) for s in new["runs"]),
                 ])
                 print(" | ".join(rows[-1]), flush=True)
-    finally:
-        subprocess.run(["git", "-C", str(REPO_ROOT), "worktree", "remove", "--force", str(base_dir)], check=False)
-        shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(scratch, ignore_errors=True)
     header = ["method", "rows", f"{args.base} (s)", "this checkout (s)", "speed-up", "µs per row", "K", "ARI vs groups",
               f"ARI vs {args.base}"]
     if args.threads:

@@ -20,7 +20,7 @@ import warnings
 
 import dask.array as da
 import numpy as np
-from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, drop_constant_columns, fmt, markdown_table, write_markdown
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import METHODS
@@ -46,7 +46,7 @@ def smoothed_bootstrap(X: np.ndarray, rule: str, n: int = N, seed: int = 0) -> t
 
 def run(method: str, name: str, rule: str) -> list:
     X, y = load_dataset(name)
-    X = X[:, np.ptp(X, axis=0) > 0]
+    X = drop_constant_columns(X)
     sample, index = smoothed_bootstrap(X, rule)
     make = METHODS[method].clustering
     summary_params = {"min_cluster_size": 0.01} if rule == "silverman" else {}

@@ -50,8 +50,8 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import zarr
-from harness import RESULTS_DIR, PeakRSS, command_line, fmt, markdown_table, write_markdown
 from distributed import Client, LocalCluster, get_task_stream
+from harness import RESULTS_DIR, PeakRSS, command_line, fmt, markdown_table, write_markdown
 from sklearn.metrics import adjusted_rand_score
 
 from lowdens_dask import METHODS

@@ -25,9 +25,9 @@ LMSC takes minutes per fit on the larger sets: ``--lmsc-datasets`` limits it to 
 
 import os
 
-SINGLE_THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-for _name in SINGLE_THREAD_ENV:  # before numpy, numba or scikit-learn load their thread pools
-    os.environ.setdefault(_name, "1")
+import harness
+
+harness.single_thread()  # before numpy, numba or scikit-learn load their thread pools
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
@@ -39,6 +39,7 @@ from harness import (  # noqa: E402
     ANCHORS_DIR,
     RESULTS_DIR,
     command_line,
+    drop_constant_columns,
     fmt,
     markdown_table,
     median_time,
@@ -68,11 +69,6 @@ def load_side_by_side(name: str = ANCHORS_FILE) -> dict[tuple[str, str], float]:
         raise SystemExit(f"Reference figures not found at {path}; set LOWDENS_ANCHORS_DIR to the anchors folder.")
     with open(path, newline="") as fh:
         return {(row["set"], row["method"]): float(row["seconds_single_thread"]) for row in csv.DictReader(fh)}
-
-
-def drop_constant_columns(X) -> np.ndarray:
-    X = np.asarray(X)
-    return X[:, np.ptp(X, axis=0) > 0]
 
 
 def bench(name: str, method: str, repeats: int, anchors: dict) -> dict:

@@ -13,7 +13,7 @@ import time
 import warnings
 
 import numpy as np
-from harness import RESULTS_DIR, command_line, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, drop_constant_columns, markdown_table, write_markdown
 
 from lowdens_dask import SCPPClustering
 from lowdens_dask.datasets import load_dataset
@@ -33,7 +33,7 @@ def main(argv=None) -> None:
     rows = []
     for name in args.datasets.split(","):
         X, y = load_dataset(name, return_X_y=True)
-        X = X[:, np.ptp(X, axis=0) > 0]
+        X = drop_constant_columns(X)
         k = int(np.unique(y).size)
         line = [name, X.shape[0]]
         for count in counts:

@@ -29,7 +29,7 @@ import time
 import warnings
 
 import numpy as np
-from harness import RESULTS_DIR, command_line, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, drop_constant_columns, markdown_table, write_markdown
 
 from lowdens_dask import LMSCClustering, SCPPClustering
 from lowdens_dask.datasets import load_dataset
@@ -103,7 +103,7 @@ def _paper(seed: int) -> dict:
 
 
 def unit_variance(X: np.ndarray) -> np.ndarray:
-    X = X[:, np.ptp(X, axis=0) > 0]
+    X = drop_constant_columns(X)
     return (X - X.mean(axis=0)) / X.std(axis=0, ddof=1)
 
 

@@ -37,11 +37,10 @@ status is 0 whatever the verdict (a benchmark, not a test).
     python benchmarks/split_invariance.py [--datasets a,b] [--methods mdh,ncut] [--seed 0] [--jobs 2] [--out FILE]
 """
 
-import os
 
-SINGLE_THREAD_ENV = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-for _name in SINGLE_THREAD_ENV:  # before numpy, numba or scikit-learn load their thread pools
-    os.environ.setdefault(_name, "1")
+import harness
+
+harness.single_thread()  # before numpy, numba or scikit-learn load their thread pools
 
 import argparse  # noqa: E402
 import concurrent.futures  # noqa: E402

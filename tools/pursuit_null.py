@@ -35,13 +35,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(1, str(REPO_ROOT))
 
-import lowdens_dask as ld
-from lowdens_dask.backend import InMemoryData
-from lowdens_dask.growth.spectral_splitter import _test_direction
-from lowdens_dask.kernels.dip import dip_statistic, spread_ties
-from lowdens_dask.pursuit import find_hyperplane
-from lowdens_dask.pursuit.significance import NULL_SHAPES, PURSUIT_NULL, participation_ratio
-from lowdens_dask.pursuit.spectral import spectral_split
+import lowdens_dask as ld  # noqa: E402
+from lowdens_dask.backend import InMemoryData  # noqa: E402
+from lowdens_dask.growth.spectral_splitter import _test_direction  # noqa: E402
+from lowdens_dask.kernels.dip import dip_statistic, spread_ties  # noqa: E402
+from lowdens_dask.pursuit import find_hyperplane  # noqa: E402
+from lowdens_dask.pursuit.significance import NULL_SHAPES, PURSUIT_NULL, participation_ratio  # noqa: E402
+from lowdens_dask.pursuit.spectral import spectral_split  # noqa: E402
 
 ESTIMATORS = {"mdh": ld.MDHClustering, "ncut": ld.NCutClustering, "mc": ld.MCClustering, "pddp": ld.PDDP,
               "depddp": ld.DePDDP, "ipddp": ld.IPDDP, "scpp": ld.SCPPClustering, "lmsc": ld.LMSCClustering}  # fmt: skip
