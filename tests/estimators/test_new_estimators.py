@@ -13,13 +13,13 @@ from sklearn.metrics import homogeneity_score, v_measure_score
 from tolerances import argmin_atol, assert_within, optimum_rtol, rows_atol
 
 from lowdens_dask import (
-    IPDDP,
+    IPDDPClustering,
     MCH,
     MDH,
     METHODS,
-    PDDP,
+    PDDPClustering,
     ClusterTree,
-    DePDDP,
+    DePDDPClustering,
     MCClustering,
     MCProjection,
     MDHClustering,
@@ -29,6 +29,7 @@ from lowdens_dask import (
     NCutProjection,
 )
 from lowdens_dask.datasets import load_dataset
+from lowdens_dask.estimators.mc import f_distribution_index
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_ipddp_separates_three_blobs():
     centres = np.array([[0.0, 0, 0], [12, 0, 0], [0, 12, 0]])
     X = np.vstack([c + rng.normal(size=(150, 3)) for c in centres])
     y = np.repeat(np.arange(3), 150)
-    model = IPDDP(n_clusters=3).fit(X)
+    model = IPDDPClustering(n_clusters=3).fit(X)
     assert model.n_clusters_ == 3
     assert homogeneity_score(y, model.labels_) > 0.95
     np.testing.assert_array_equal(model.predict(X), model.labels_)
@@ -156,7 +157,7 @@ def test_integer_weights_equal_repeated_rows(Estimator):
     # The two fits sum in different orders, and the pursuit stops at a relative change of ftol: the optimum's value
     # agrees to about ftol, its direction only to about sqrt(ftol) (MCH's differed by 2.06e-8 on another machine,
     # and by 2.07e-8 here with the repeated rows permuted), and b, the middle of the gap along v, by |x| times that.
-    ftol = weighted.ftol
+    ftol = weighted.tol
     sign = np.sign(weighted.v_ @ repeated.v_)
     assert weighted.fval_ == pytest.approx(repeated.fval_, rel=optimum_rtol(ftol))
     np.testing.assert_allclose(weighted.v_, sign * repeated.v_, atol=argmin_atol(ftol))
@@ -197,7 +198,7 @@ def k_data(name):
     raise KeyError(name)
 
 
-DIVISIVE = [MDHClustering, NCutClustering, MCClustering, DePDDP, IPDDP, PDDP]
+DIVISIVE = [MDHClustering, NCutClustering, MCClustering, DePDDPClustering, IPDDPClustering, PDDPClustering]
 
 
 def fit_recording(estimator, X):
@@ -231,9 +232,9 @@ def test_force_n_clusters_reaches_k(Estimator, data):
     "Estimator,data",
     [
         (MDHClustering, "gaussian-2d"),  # no valid density minimum in a 2-D Gaussian (measured: 20 of 20 seeds)
-        (DePDDP, "cube"),  # a uniform cube's PC1 projection is unimodal
-        (DePDDP, "gaussian"),
-        (DePDDP, "overlap"),
+        (DePDDPClustering, "cube"),  # a uniform cube's PC1 projection is unimodal
+        (DePDDPClustering, "gaussian"),
+        (DePDDPClustering, "overlap"),
     ],
 )
 def test_unimodal_data_forces_splits_or_stops(Estimator, data):
@@ -254,33 +255,33 @@ def test_unimodal_data_forces_splits_or_stops(Estimator, data):
 BAD_PARAMETERS = [
     (NCutH, {"scale": 0}, "NCutH: scale"),
     (NCutH, {"scale": "big"}, "NCutH: scale"),
-    (NCutH, {"maxiter": 0}, "NCutH: maxiter"),
-    (NCutH, {"ftol": 0.0}, "NCutH: ftol"),
+    (NCutH, {"max_iter": 0}, "NCutH: max_iter"),
+    (NCutH, {"tol": 0.0}, "NCutH: tol"),
     (NCutH, {"min_size": -1}, "NCutH: min_size"),
     (NCutClustering, {"scale": -1.0}, "NCutClustering: scale"),
-    (NCutClustering, {"split_index": "gap"}, "NCutClustering: split_index"),
+    (NCutClustering, {"leaf_order": "gap"}, "NCutClustering: leaf_order"),
     (NCutClustering, {"n_clusters": 0}, "NCutClustering: n_clusters"),
     (NCutClustering, {"n_clusters": 2.5}, "NCutClustering: n_clusters"),
     (NCutClustering, {"min_size": 0}, "NCutClustering: min_size"),
     (NCutClustering, {"v0": np.ones(3)}, "NCutClustering: in divisive use v0"),
     (NCutClustering, {"force_n_clusters": "yes"}, "NCutClustering: force_n_clusters"),
-    (MCH, {"maxiter": 0}, "MCH: maxiter"),
-    (MCH, {"maxiter": True}, "MCH: maxiter"),
-    (MCH, {"ftol": -1.0}, "MCH: ftol"),
+    (MCH, {"max_iter": 0}, "MCH: max_iter"),
+    (MCH, {"max_iter": True}, "MCH: max_iter"),
+    (MCH, {"tol": -1.0}, "MCH: tol"),
     (MCH, {"min_size": 0}, "MCH: min_size"),
-    (MCClustering, {"maxiter": 0}, "MCClustering: maxiter must be a positive integer"),
-    (MCClustering, {"split_index": "gap"}, "MCClustering: split_index"),
+    (MCClustering, {"max_iter": 0}, "MCClustering: max_iter must be a positive integer"),
+    (MCClustering, {"leaf_order": "gap"}, "MCClustering: leaf_order"),
     (MCClustering, {"n_clusters": -1}, "MCClustering: n_clusters"),
     (MCClustering, {"force_n_clusters": 1}, "MCClustering: force_n_clusters must be True or False"),
-    (MCClustering, {"ftol": 0}, "MCClustering: ftol"),
-    (IPDDP, {"percentile": 0.5}, r"IPDDP: percentile must lie in \[0, 0.5\)"),
-    (IPDDP, {"percentile": -0.1}, "IPDDP: percentile"),
-    (IPDDP, {"split_index": "fval"}, "IPDDP: split_index"),
-    (IPDDP, {"n_clusters": 0}, "IPDDP: n_clusters"),
-    (IPDDP, {"force_n_clusters": None}, "IPDDP: force_n_clusters"),
+    (MCClustering, {"tol": 0}, "MCClustering: tol"),
+    (IPDDPClustering, {"percentile": 0.5}, r"IPDDPClustering: percentile must lie in \[0, 0.5\)"),
+    (IPDDPClustering, {"percentile": -0.1}, "IPDDPClustering: percentile"),
+    (IPDDPClustering, {"leaf_order": "fval"}, "IPDDPClustering: leaf_order"),
+    (IPDDPClustering, {"n_clusters": 0}, "IPDDPClustering: n_clusters"),
+    (IPDDPClustering, {"force_n_clusters": None}, "IPDDPClustering: force_n_clusters"),
     (MDHClustering, {"force_n_clusters": "x"}, "MDHClustering: force_n_clusters"),
-    (PDDP, {"force_n_clusters": "x"}, "PDDP: force_n_clusters"),
-    (DePDDP, {"force_n_clusters": 0}, "DePDDP: force_n_clusters"),
+    (PDDPClustering, {"force_n_clusters": "x"}, "PDDPClustering: force_n_clusters"),
+    (DePDDPClustering, {"force_n_clusters": 0}, "DePDDPClustering: force_n_clusters"),
     (MDHProjection, {"n_components": 0}, "MDHProjection: n_components"),
     (MDHProjection, {"n_components": 4}, "MDHProjection: n_components=4 exceeds the 3 features"),
     (NCutProjection, {"n_components": 1.5}, "NCutProjection: n_components"),
@@ -288,7 +289,7 @@ BAD_PARAMETERS = [
     (NCutProjection, {"scale": 0}, "NCutProjection: scale"),
     (MCProjection, {"n_components": 0}, "MCProjection: n_components"),
     (MCProjection, {"n_components": 4}, "MCProjection: n_components"),
-    (MCProjection, {"ftol": 0}, "MCProjection: ftol"),
+    (MCProjection, {"tol": 0}, "MCProjection: tol"),
 ]
 
 
@@ -322,12 +323,12 @@ def test_projection_directions(dermatology, Projection, Hyperplane, params):
     # the first direction is the single hyperplane's normal; the second that of the deflated data (other code
     # paths to the same pursuit, stopped at ftol: directions agree to sqrt(ftol), values to ftol)
     first = Hyperplane(**params).fit(X)
-    np.testing.assert_allclose(C[0], np.sign(C[0] @ first.v_) * first.v_, atol=argmin_atol(first.ftol))
-    assert proj.stats_[0]["fval"] == pytest.approx(first.fval_, rel=optimum_rtol(first.ftol))
+    np.testing.assert_allclose(C[0], np.sign(C[0] @ first.v_) * first.v_, atol=argmin_atol(first.tol))
+    assert proj.stats_[0]["fval"] == pytest.approx(first.fval_, rel=optimum_rtol(first.tol))
     v = Hyperplane(**params).fit(X - np.outer(X @ C[0], C[0])).v_
     v = v - C[0] * (C[0] @ v)
     v /= np.linalg.norm(v)
-    np.testing.assert_allclose(C[1], np.sign(C[1] @ v) * v, atol=argmin_atol(first.ftol))
+    np.testing.assert_allclose(C[1], np.sign(C[1] @ v) * v, atol=argmin_atol(first.tol))
 
     lazy = proj.transform(da.from_array(X, chunks=(100, -1)))
     assert isinstance(lazy, da.Array) and lazy.shape == (len(X), 3)
@@ -354,8 +355,95 @@ def test_methods_registry(dermatology):
         if method.hyperplane is not None:  # the one-split estimator makes the clustering's root split
             hp = method.hyperplane().fit(X)
             root = method.clustering(n_clusters=2).fit(X).tree_.root
-            tol = argmin_atol(getattr(hp, "ftol", 1e-5))  # a pursuit stopped at ftol (PDDP's: none, exact)
+            tol = argmin_atol(getattr(hp, "tol", 1e-5))  # a pursuit stopped at ftol (PDDP's: none, exact)
             np.testing.assert_allclose(root.v, np.sign(root.v @ hp.v_) * hp.v_, atol=tol)
         if method.projection is not None:
             assert method.projection(n_components=1).fit(X).components_.shape == (1, X.shape[1])
     assert METHODS["ncut"].hyperplane is NCutH and METHODS["mc"].projection is MCProjection
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_fdist_orders_leaves_whose_probability_is_one():
+    """The F index orders saturated leaves by sqrt(n) VR, above every leaf whose probability is below 1."""
+    assert f_distribution_index(12.3, 600, 3) > f_distribution_index(4.9, 300, 3) > 1.0
+    assert f_distribution_index(0.02, 300, 3) < 1.0 < f_distribution_index(4.9, 300, 3)
+
+
+#: 19 identical rows and one apart: the only gap between projections leaves a single row on one side.
+ONE_APART = np.vstack([np.ones((19, 3)), [[2.0, 3.0, 4.0]]])
+
+
+#: Two tight groups of 3 and 10 rows: no split leaves 4 rows on each side.
+TWO_GROUPS = np.vstack([np.zeros((3, 2)), np.tile([[1.0, 2.0]], (10, 1))])
+
+
+@pytest.mark.parametrize("Estimator", [NCutH, MCH])
+@pytest.mark.parametrize(
+    "X,min_size,sizes", [(ONE_APART, 2, [19, 1]), (TWO_GROUPS, 4, [3, 10])], ids=["one-apart", "two-groups"]
+)
+def test_ncuth_no_valid_split_keeps_finite_hyperplane(Estimator, X, min_size, sizes):
+    """Issue 22, point 8: where no split is valid, the hyperplane found (v_, b_) stays finite and goes through the
+    only gap."""
+    with pytest.warns(UserWarning, match="No valid split was found; v_ and b_ hold the best hyperplane found"):
+        est = Estimator(min_size=min_size).fit(X)
+    assert np.isfinite(est.v_).all() and np.isfinite(est.b_)
+    assert est.fval_ == (np.inf if Estimator is NCutH else -np.inf)  # still no valid split
+    scores = est.decision_function(X)
+    assert np.isfinite(scores).all()
+    np.testing.assert_array_equal(est.labels_, (scores >= 0).astype(int))
+    np.testing.assert_array_equal(est.predict(X), est.labels_)
+    # the would-be split goes through the only gap, as MDH's hyperplane does
+    assert sorted(np.bincount(est.labels_).tolist()) == sorted(sizes)
+    with pytest.warns(UserWarning):
+        mdh = MDH(min_size=min_size).fit(X)
+    assert sorted(np.bincount(mdh.labels_).tolist()) == sorted(sizes)
+    # the divisive estimator, even forced, leaves such a node a leaf
+    Divisive = NCutClustering if Estimator is NCutH else MCClustering
+    with pytest.warns(UserWarning, match="Only 1 clusters could be formed"):
+        tree = Divisive(n_clusters=2, min_size=min_size, force_n_clusters=True).fit(X)
+    assert tree.n_clusters_ == 1 and (tree.labels_ == 0).all()
+
+
+PROJECTION_CLASSES = [MDHProjection, NCutProjection, MCProjection]
+
+
+@pytest.mark.filterwarnings("ignore:X has 1 constant column")
+@pytest.mark.parametrize("Projection", PROJECTION_CLASSES)
+def test_projection_stops_when_no_variance_is_left(Projection):
+    """Issue 22, point 9: a projection transformer stops, with a warning, at the directions the data vary along."""
+    x = np.arange(12.0)
+    # a varying column beside a constant one; rank-1 data (NaN components from MCProjection at f0c0cdc)
+    for X in (np.column_stack([x % 5, np.full(12, 5.0)]), np.column_stack([x, x, x])):
+        with pytest.warns(UserWarning, match=r"found 1 of the 2 components requested: X varies along only 1 direction"):
+            proj = Projection(n_components=2).fit(X)
+        assert proj.n_components_ == 1 and proj.components_.shape == (1, X.shape[1]) and len(proj.stats_) == 1
+        assert np.isfinite(proj.components_).all()
+        T = proj.transform(X)
+        assert T.shape == (12, 1) and np.isfinite(T).all()
+    with pytest.raises(ValueError, match="every row of X is the same point"):
+        Projection().fit(da.ones((6, 2), chunks=3))
+
+
+@pytest.mark.parametrize("Projection", PROJECTION_CLASSES)
+def test_projection_components_orthonormal_on_rank_deficient_data(Projection):
+    """Issue 22, point 16: on rank-deficient data the components found are orthonormal and span the rows."""
+    rng = np.random.default_rng(0)
+    x = np.arange(10.0)
+    cases = [
+        (np.column_stack([x, x]), 1),  # [v, -v] at f0c0cdc
+        (np.outer(rng.normal(size=15), rng.normal(size=5)) + 1.0, 1),
+        (rng.normal(size=(15, 2)) @ rng.normal(size=(2, 6)), 2),
+    ]
+    for X, rank in cases:
+        with pytest.warns(UserWarning, match=f"found {rank} of the {rank + 1} components"):
+            proj = Projection(n_components=rank + 1).fit(X)
+        C = proj.components_
+        assert proj.n_components_ == rank and C.shape == (rank, X.shape[1])
+        np.testing.assert_allclose(C @ C.T, np.eye(rank), atol=1e-12)
+        # the components span the centred rows: projecting onto them loses nothing
+        Xc = X - X.mean(axis=0)
+        np.testing.assert_allclose(Xc @ C.T @ C, Xc, atol=1e-9 * np.abs(X).max())
+    if Projection is MCProjection:  # chunked rows start from two PCs: the second, flat one must not win
+        with pytest.warns(UserWarning, match="found 2 of the 3 components"):
+            proj = Projection(n_components=3).fit(da.from_array(X, chunks=(8, -1)))
+        np.testing.assert_allclose(proj.components_ @ proj.components_.T, np.eye(2), atol=1e-12)

@@ -14,8 +14,16 @@ import dask.array as da
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator
+from sklearn.metrics import adjusted_rand_score
 
 import lowdens_dask
+from lowdens_dask import (
+    MCClustering,
+    MDHClustering,
+    NCutClustering,
+    PDDPClustering,
+    SCPPClustering,
+)
 from lowdens_dask.backend.frame import SCALE_RANGE, check_value_range, column_moments, constant_columns
 
 #: Every estimator lowdens_dask exports.
@@ -199,3 +207,49 @@ def test_a_column_of_tiny_scale_is_standardized_not_dropped(name, chunked):
         found = labels(make(name, n_clusters=2, standardize=True, **mode).fit(data))
     assert not [w for w in seen if "rounding error" in str(w.message)]
     np.testing.assert_array_equal(found, reference)
+
+
+def _rounding_level_rows(n: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """Column 0 varies only in its last bits (1.0, 1.0 + 1 ulp, 1.0 + 2 ulp); column 1 holds three groups 0/1/2.
+    Above SMALL_INPUT_ROWS, so that exact mode on a Dask array passes over its chunks."""
+    groups = np.repeat([0, 1, 2], n // 3)
+    ulps = 1.0 + (np.arange(n) % 3) * np.finfo(np.float64).eps
+    return np.column_stack([ulps, groups.astype(np.float64)]), groups
+
+
+@pytest.mark.parametrize("cls", [PDDPClustering, MDHClustering, MCClustering, NCutClustering])
+def test_rounding_level_column_is_constant(cls):
+    """Issue 22, point 13: a column whose spread is at rounding level is treated as constant (with a warning), so
+    standardize=True finds the three groups, and exact mode on column chunks gives the in-memory labels."""
+    X, groups = _rounding_level_rows()
+    with pytest.warns(UserWarning, match=r"1 column\(s\) whose spread is within rounding error .*indices \[0\]"):
+        memory = cls(n_clusters=3, standardize=True, random_state=0).fit(X)
+    assert memory.n_clusters_ == 3 and adjusted_rand_score(groups, memory.labels_) == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        exact = cls(n_clusters=3, standardize=True, random_state=0, mode="exact").fit(da.from_array(X, chunks=(300, 1)))
+    np.testing.assert_array_equal(exact.labels_.compute(), memory.labels_)
+
+
+def test_scpp_in_memory_sets_the_rounding_level_column_aside():
+    """Issue 22, point 13, for SCPP's in-memory path (its exact mode builds microclusters per node, so it is
+    compared with the groups, not label for label): standardize=True finds the three groups."""
+    X, groups = _rounding_level_rows()
+    with pytest.warns(UserWarning, match="within rounding error"):
+        memory = SCPPClustering(n_clusters=3, standardize=True, random_state=0).fit(X)
+    assert adjusted_rand_score(groups, memory.labels_) == 1.0
+
+
+def test_unscaled_rounding_level_column_agrees_with_exact_mode():
+    """Issue 22, point 13: without standardisation, a column 1e9 ± 1.6e-5 beside three groups: MCClustering's
+    in-memory and exact fits agree label for label and find the groups."""
+    rng = np.random.default_rng(0)
+    groups = np.repeat([0, 1, 2], 100)
+    X = np.column_stack([1e9 + rng.choice([-1.6e-5, 0.0, 1.6e-5], 300), groups + 0.05 * rng.normal(size=300)])
+    with pytest.warns(UserWarning, match="within rounding error"):
+        memory = MCClustering(n_clusters=3, random_state=0).fit(X)
+    assert adjusted_rand_score(groups, memory.labels_) > 0.9
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        exact = MCClustering(n_clusters=3, random_state=0, mode="exact").fit(da.from_array(X, chunks=(97, 2)))
+    np.testing.assert_array_equal(exact.labels_.compute(), memory.labels_)

@@ -14,11 +14,13 @@ import pytest
 from tolerances import argmin_atol, assert_within, rows_atol, sum_atol
 
 import lowdens_dask
-from lowdens_dask import METHODS
+from lowdens_dask import (
+    METHODS,
+)
 from lowdens_dask.backend import InMemoryData
 from lowdens_dask.backend.chunked import ChunkedNode
 from lowdens_dask.backend.frame import Frame
-from lowdens_dask.indices import INDICES
+from lowdens_dask.indices import INDICES, get_index
 from lowdens_dask.pursuit import find_hyperplane
 from lowdens_dask.pursuit.hyperplanes import _InMemoryObjective
 
@@ -194,3 +196,21 @@ def test_layering_check_catches_an_upward_import(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from ..estimators import MDH\nfrom lowdens_dask.tree import ClusterTree\n")
     assert _imported_layers(bad, "lowdens_dask.indices") == {"estimators", "tree"}
+
+
+@pytest.mark.parametrize("method", ["ncut", "mc"])
+def test_index_without_admissible_split_gives_finite_point(method):
+    """Issue 22, point 8: an index given no admissible split returns a finite would-be split point."""
+    index = get_index(method)(1.0, 3) if method == "ncut" else get_index(method)(3)
+    # every projection equal: no gap at all; the would-be split is their common value
+    split = index.evaluate(np.full(6, 0.25), np.ones(6), None, np.empty(6))
+    assert not index.stage_done(split) and split.b == 0.25
+    # weights 1, 10, 1, 1: every gap leaves less than min_size = 3 on a side; b lies in one of the gaps
+    p, w = np.array([0.0, 1.0, 2.0, 3.0]), np.array([1.0, 10.0, 1.0, 1.0])
+    split = index.evaluate(p, w, None, np.empty(4))
+    assert not index.stage_done(split) and split.b in (0.5, 1.5, 2.5)
+    assert split.weight_below == w[p < split.b].sum()
+    # two groups of 3 and 2 with min_size = 3: no admissible split; the would-be split is the index's best gap
+    p = np.array([0.0, 0.1, 0.2, 5.0, 5.1])
+    split = index.evaluate(p, np.ones(5), None, np.empty(5))
+    assert not index.stage_done(split) and split.b == pytest.approx(2.6)

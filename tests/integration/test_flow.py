@@ -1,9 +1,12 @@
 """The recluster flow (issue 10, part): Prefect without a server (its ephemeral mode), a real Dask cluster
 (DaskTaskRunner), a real zarr store and runs store."""
 
+
 import numpy as np
 import pytest
 import zarr
+from cli_helpers import blobs as _blobs
+from lowdens_pipelines import RunsStore, job
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +193,31 @@ def test_a_deployment_run_refuses_a_relative_local_path(tmp_path, monkeypatch):
             "this deployment; give an absolute path or a URL (s3://..., gs://...)."
         )
     refuse_relative_in_deployment(input_path="s3://b/x.zarr", store=str(tmp_path), true_labels=None)  # no error
+
+
+@pytest.mark.slow
+def test_the_flow_retries_a_commit_that_failed_and_reuses_the_run_id(here, monkeypatch):
+    """Prefect's retries of the persist task (a transient failure before the commit marker): the attempt that
+    never committed commits on the retry, under its run id; a second flow run at that id replaces the run (the
+    flow's default, as before)."""
+    from lowdens_pipelines.flows import recluster
+    from lowdens_pipelines.runs import Attempt
+
+    np.save("X.npy", _blobs())
+    claim, failures = Attempt._claim, []
+
+    def flaky(self):
+        if not failures:
+            failures.append(self.name)
+            raise OSError("transient: the store did not answer")
+        claim(self)
+
+    monkeypatch.setattr(Attempt, "_claim", flaky)
+    local = {"cluster_kwargs": {"n_workers": 1, "threads_per_worker": 1, "dashboard_address": ":0"}}
+    assert recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local) == "night-1"
+    assert failures and RunsStore("runs").get("night-1").url.endswith(failures[0])
+    assert recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local) == "night-1"
+    assert [run.run_id for run in RunsStore("runs").runs()] == ["night-1"]
+    assert len(list((here / "runs" / "night-1").iterdir())) == 1
+    with pytest.raises(job.RunIdTaken, match="already committed"):  # as lowdens fit without --replace
+        recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local, replace=False)

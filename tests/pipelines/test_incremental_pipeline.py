@@ -5,12 +5,17 @@ its latest run and refits every N runs. These run the job in this process (no Pr
 flow's updates, a worker lost during one, and serving on a Prefect server are in test_flow_runs.py and
 test_prefect_server.py."""
 
+import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import blobs as _blobs
+from cli_helpers import lowdens
+from cli_helpers import one_error_line as _one_error_line
 from lowdens_pipelines import RunsStore, job
 from lowdens_pipelines.cli import main
 from sklearn.metrics import adjusted_rand_score
@@ -268,7 +273,7 @@ def test_a_series_updates_its_latest_run_and_refits_every_n(in_here):
         )
     runs = {i: store.get(f"night-{i}") for i in range(1, 6)}
     assert [runs[i].parent for i in range(1, 6)] == [None, "night-1", "night-2", None, "night-4"]
-    assert [runs[i].tree.update for i in range(1, 6)] == [0, 1, 2, 0, 1]
+    assert [runs[i].tree.n_updates for i in range(1, 6)] == [0, 1, 2, 0, 1]
     assert all(runs[i].attrs["series"] == "nightly" for i in runs)
     assert runs[4].attrs["metrics"]["stability"]["previous_run"] == "night-3"
     labels = {i: runs[i].labels.compute() for i in runs}
@@ -276,3 +281,181 @@ def test_a_series_updates_its_latest_run_and_refits_every_n(in_here):
         np.testing.assert_array_equal(labels[i], labels[1])
     with pytest.raises(ValueError, match="refit_every needs a series"):
         job.run_job("X.npy", refit_every=3)
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``folder``, by relative path."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+# ------------------------------------------------- a failed update changes nothing in the runs store (issue 34, item 8)
+@pytest.fixture(scope="module")
+def parent_store(tmp_path_factory):
+    """A runs store holding 'parent' (a fit of X1.npy), and X2.npy, new rows for an update of it."""
+    root = tmp_path_factory.mktemp("parent")
+    X = _blobs(200)
+    np.save(root / "X1.npy", X[::2])
+    np.save(root / "X2.npy", X[1::2])
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        job.run_job("X1.npy", n_clusters=2, store="runs", run_id="parent")
+    finally:
+        os.chdir(cwd)
+    return root
+
+
+def _raise(*args, **kwargs):
+    raise RuntimeError("injected fault")
+
+
+def _fault_read_input(monkeypatch):
+    from lowdens_pipelines import inputs
+
+    monkeypatch.setattr(inputs, "read_input", _raise)
+
+
+def _fault_load_parent(monkeypatch):
+    monkeypatch.setattr(job, "update_parent", _raise)
+
+
+def _fault_read_parent_summary(monkeypatch):
+    monkeypatch.setattr(job, "read_summary", _raise)
+
+
+def _fault_partial_fit(monkeypatch):
+    from lowdens_dask import MDHClustering
+
+    partial_fit = MDHClustering.partial_fit
+
+    def failing(self, *args, **kwargs):
+        partial_fit(self, *args, **kwargs)
+        raise RuntimeError("injected fault after partial_fit")
+
+    monkeypatch.setattr(MDHClustering, "partial_fit", failing)
+
+
+def _fault_write_summary(monkeypatch):
+    monkeypatch.setattr(job, "write_summary", _raise)
+
+
+def _fault_write_labels(monkeypatch):
+    write = job.write_run_labels
+
+    def failing(labels, url, *args):
+        write(labels, url, *args)  # the labels are written whole, then the step fails
+        raise RuntimeError("injected fault after the labels")
+
+    monkeypatch.setattr(job, "write_run_labels", failing)
+
+
+def _fault_metrics(monkeypatch):
+    monkeypatch.setattr(job, "compute_metrics", _raise)
+
+
+def _fault_write_tree(monkeypatch):
+    from lowdens_pipelines.runs import TREE_FILE, Attempt
+
+    def failing(self, **attrs):
+        self.store.fs.pipe_file(f"{self.path}/{TREE_FILE}", attrs["tree"].to_json().encode())
+        raise RuntimeError("injected fault after tree.json")
+
+    monkeypatch.setattr(Attempt, "set_attrs", failing)
+
+
+def _fault_claim(monkeypatch):
+    from lowdens_pipelines.runs import Attempt
+
+    monkeypatch.setattr(Attempt, "_claim", _raise)
+
+
+def _fault_commit_marker(monkeypatch):
+    from lowdens_pipelines import runs
+
+    put = runs._put
+
+    def failing(fs, path, data):
+        if path.endswith("/COMMITTED"):
+            raise OSError("injected fault writing the commit marker")
+        put(fs, path, data)
+
+    monkeypatch.setattr(runs, "_put", failing)
+
+
+FAULTS = {
+    "read-input": _fault_read_input,
+    "load-parent": _fault_load_parent,
+    "read-parent-summary": _fault_read_parent_summary,
+    "partial-fit": _fault_partial_fit,
+    "write-summary": _fault_write_summary,
+    "write-labels": _fault_write_labels,
+    "write-metrics": _fault_metrics,
+    "write-tree": _fault_write_tree,
+    "claim": _fault_claim,
+    "commit-marker": _fault_commit_marker,
+}
+
+
+@pytest.mark.parametrize("step", list(FAULTS))
+def test_a_failed_update_changes_nothing_in_the_runs_store_and_a_retry_succeeds(
+    parent_store, here, capsys, monkeypatch, step
+):
+    shutil.copytree(parent_store / "runs", here / "runs")
+    for name in ("X1.npy", "X2.npy"):
+        shutil.copy(parent_store / name, here / name)
+    before = _hashes(here / "runs")
+    update = ("fit", "X2.npy", "--update-from", "parent", "--run-id", "child", "--store", "runs")
+    with monkeypatch.context() as patch:
+        FAULTS[step](patch)
+        status, _, err = lowdens(capsys, *update)
+    assert status in (1, 2) and "injected fault" in _one_error_line(err), err
+    assert _hashes(here / "runs") == before  # the parent byte for byte, and nothing else
+    store = RunsStore("runs")
+    assert [run.run_id for run in store.runs()] == ["parent"] and store.damaged() == []
+    with pytest.raises(KeyError, match="No committed run 'child'"):
+        store.get("child")
+    status, out, err = lowdens(capsys, *update)  # the retry: the same id, no --replace
+    assert status == 0 and out[0].startswith("child\t"), err
+    assert RunsStore("runs").get("child").parent == "parent"
+    assert _hashes(here / "runs" / "parent") == {k[len("parent/") :]: v for k, v in before.items()}
+
+
+def test_an_update_whose_attempt_cannot_be_cleaned_up_leaves_no_run_and_a_retry_succeeds(
+    parent_store, here, capsys, monkeypatch
+):
+    """The commit marker fails and the clean-up fails too (the store went away; or the process was killed): the
+    attempt's folder, with its claim, stays behind, invisible; the parent is unchanged and a retry commits."""
+    from lowdens_pipelines.runs import Attempt
+
+    shutil.copytree(parent_store / "runs", here / "runs")
+    shutil.copy(parent_store / "X2.npy", here / "X2.npy")
+    parent = _hashes(here / "runs" / "parent")
+    update = ("fit", "X2.npy", "--update-from", "parent", "--run-id", "child", "--store", "runs")
+    with monkeypatch.context() as patch:
+        _fault_commit_marker(patch)
+        patch.setattr(Attempt, "discard", lambda self: None)
+        assert lowdens(capsys, *update)[0] == 2
+    (left,) = (here / "runs" / "child").glob("attempt-*")
+    assert (left / "CLAIM").exists() and not (left / "COMMITTED").exists()
+    assert [run.run_id for run in RunsStore("runs").runs()] == ["parent"]
+    status, out, err = lowdens(capsys, *update)
+    assert status == 0 and out[0].startswith("child\t"), err
+    assert RunsStore("runs").get("child").parent == "parent" and _hashes(here / "runs" / "parent") == parent
+
+
+# ------------------------------------------------------------------------ update batches of one row (issue 34, item 11)
+@pytest.mark.parametrize("rows", [1, 50], ids=["one row", "identical rows"])
+def test_an_update_batch_of_one_row_or_of_identical_rows_is_merged(here, capsys, rows):
+    """Issue 34, item 11 (the CLI): '--update-from' with a batch of one row was refused ('1 row(s) without NaN or
+    inf; at least 2 are needed'); a batch of identical rows gets merged as in the library."""
+    np.save("X.npy", _blobs())
+    np.save("batch.npy", np.repeat(_blobs()[:1], rows, axis=0))
+    assert lowdens(capsys, "fit", "X.npy", "--run-id", "night-1")[0] == 0
+    status, out, err = lowdens(capsys, "fit", "batch.npy", "--run-id", "night-2", "--update-from", "night-1")
+    assert status == 0 and out[0].startswith("night-2\t"), err
+    night = RunsStore("lowdens-runs").get("night-2")
+    assert night.parent == "night-1" and night.tree.n_updates == 1

@@ -4,15 +4,20 @@ labels by the same rule; one-line errors naming the file and what was expected (
 that is not a zarr store, an empty CSV, ragged rows, a missing file); and what was read, for every format."""
 
 import gzip
+import os
 import pickle
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import zarr
-from lowdens_pipelines import inputs
-from lowdens_pipelines.inputs import load_labels, open_input
+from cli_helpers import blobs as _blobs
+from cli_helpers import lowdens
+from cli_helpers import one_error_line as _one_error_line
+from lowdens_pipelines import RunsStore, inputs
+from lowdens_pipelines.inputs import load_labels, open_input, read_input
 
 
 def _rows(n=200, d=3, seed=0):
@@ -301,3 +306,144 @@ def test_a_ragged_csv_names_its_first_short_line(tmp_path):
     path.write_text("a,b,c\n1,2,3\n4,,6\n7,8,9\n")
     got = open_input(str(path)).compute()
     assert got.shape == (3, 3) and np.isnan(got[1, 1])
+
+
+def _lines(X, sep=",", end="", decimal="."):
+    return "".join(sep.join(f"{v:.6f}".replace(".", decimal) for v in row) + end + "\n" for row in X)
+
+
+@pytest.mark.parametrize("header", ["a,b,c,\n", ""], ids=["header", "no header"])
+def test_a_csv_whose_lines_end_with_a_comma_has_the_columns_before_it(tmp_path, monkeypatch, capsys, header):
+    """Issue 43, item 3: 'a,b,c,' / '1.0,2.0,3.0,' was read with a fourth, empty column, and lowdens fit refused every row
+    ('600 of the 600 rows have NaN or inf values')."""
+    from cli_helpers import blobs, lowdens
+    from lowdens_pipelines.inputs import read_input
+
+    monkeypatch.chdir(tmp_path)
+    X = blobs(300)
+    with open("trailing.csv", "w") as file:
+        file.write(header + _lines(X, end=","))
+    rows, info = read_input("trailing.csv")
+    assert rows.shape == (600, 3) and bool(info.header) == bool(header), info
+    np.testing.assert_allclose(rows.compute(), X, atol=1e-6)
+    status, out, err = lowdens(capsys, "fit", "trailing.csv", "--run-id", "r")
+    assert status == 0, err
+    assert "600 rows × 3 columns" in err[0] and out[0].startswith("r\t2 clusters\t"), (out, err)
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("# exported by a tool\na,b,c\n" + _lines(np.ones((5, 3))), "Line 1 ('# exported by a tool') starts with '#'"),
+        ("a,b,c\n" + _lines(np.ones((5, 3))) + "# more rows\n" + _lines(np.ones((5, 3))), "Line 7 ('# more rows')"),
+        ("a;b;c\n" + _lines(np.full((5, 3), 1.5), sep=";", decimal=","), "Line 1 ('a;b;c') has ';'"),
+        (_lines(np.full((5, 3), 1.5), sep=";", decimal=","), "Line 1 ('1,500000;1,500000;1,500000') has ';'"),
+        ("a,b,c\n" + _lines(np.eye(3)) + _lines(np.eye(3), end=","), "Line 5 ('1.000000,0.000000,0.000000,') ends"),
+    ],
+    ids=["comment first", "comment inside", "semicolons", "semicolons no header", "some lines end with a comma"],
+)
+def test_a_csv_that_does_not_parse_names_the_line_and_the_likely_cause(tmp_path, monkeypatch, capsys, text, named):
+    """Issue 43, item 3: a '#' comment line or decimal commas with ';' gave 'the first data row has more fields than the
+    header row ... (ragged rows)' (or 'the columns [...] are not numeric') without the line or the likely cause."""
+    from cli_helpers import lowdens, one_error_line
+
+    monkeypatch.chdir(tmp_path)
+    with open("odd.csv", "w") as file:
+        file.write(text)
+    status, _, err = lowdens(capsys, "fit", "odd.csv", "--run-id", "r")
+    line = one_error_line(err)
+    assert status == 2 and line.startswith("lowdens: error: odd.csv: ") and named in line, line
+
+
+# --------------------------------------------------------- inputs read right or refused in one line (issue 34, item 15)
+def test_pandas_to_csv_with_its_index_is_read_as_pandas_wrote_it(here, capsys):
+    """Before: the header ',0,1,2' was read as a row of data (NaN first) and, with nonfinite=skip, the index was a
+    feature and the fit found 1 cluster instead of 2."""
+    X = _blobs()
+    pd.DataFrame(X).to_csv("idx.csv")
+    status, out, err = lowdens(capsys, "fit", "idx.csv", "--param", "nonfinite=skip", "--run-id", "r")
+    assert status == 0, err
+    assert err[0] == (
+        "lowdens: read idx.csv: 200 rows × 3 columns, float64 (csv, first row read as a header, first column read as "
+        "the row index)"
+    ), err
+    assert out[0].startswith("r\t2 clusters\t"), out
+    np.testing.assert_allclose(read_input("idx.csv")[0].compute(), X, rtol=1e-6)
+    # named columns with the index (',a,b,c'), a shuffled index, and a gzipped one: the index is left out too
+    frame = pd.DataFrame(X, columns=list("abc")).sample(frac=1, random_state=0)
+    frame.to_csv("named.csv")
+    frame.to_csv("named.csv.gz")
+    for path in ("named.csv", "named.csv.gz"):
+        rows, info = read_input(path)
+        assert info.index and rows.shape == (200, 3), info
+        np.testing.assert_allclose(rows.compute(), frame.to_numpy(), rtol=1e-6)
+    # an unnamed first column that is not an index (floats) stays a feature
+    pd.DataFrame(X, columns=["", "b", "c"]).to_csv("feature.csv", index=False)
+    rows, info = read_input("feature.csv")
+    assert not info.index and rows.shape == (200, 3)
+
+
+def test_a_truncated_csv_gz_is_one_line_naming_the_path(here, capsys):
+    """Before: exit 1 with 'EOFError: Compressed file ended before the end-of-stream marker was reached'."""
+    raw = gzip.compress(pd.DataFrame(_blobs()).to_csv(index=False).encode())
+    Path("cut.csv.gz").write_bytes(raw[: len(raw) // 2])
+    status, _, err = lowdens(capsys, "fit", "cut.csv.gz", "--store", "runs")
+    line = _one_error_line(err)
+    assert status == 2 and line.startswith("lowdens: error: cut.csv.gz: ") and "cut short" in line, err
+    assert not Path("runs").exists() or RunsStore("runs").runs() == []
+
+
+def test_nullable_parquet_columns_are_numbers_and_nulls_nan(here, capsys):
+    """Before: 'nullable.parquet: X must hold real numbers; its dtype is object.'"""
+    X = _blobs().astype("f8")
+    frame = pd.DataFrame(X, columns=list("abc"))
+    frame["d"] = pd.array(np.r_[np.arange(199), [None]], dtype="Int64")
+    frame["e"] = pd.array(np.r_[[None], np.arange(199) / 2], dtype="Float64")
+    frame.to_parquet("nullable.parquet")
+    rows = read_input("nullable.parquet")[0].compute()
+    expected = np.column_stack([X, np.r_[np.arange(199), np.nan], np.r_[np.nan, np.arange(199) / 2]])
+    np.testing.assert_array_equal(rows, expected)
+    status, _, err = lowdens(capsys, "fit", "nullable.parquet", "--n-clusters", "2", "--store", "runs")
+    assert status == 2 and "2 of the 200 rows have NaN or inf values" in _one_error_line(err), err
+    status, _, err = lowdens(
+        capsys, "fit", "nullable.parquet", "--n-clusters", "2", "--param", "nonfinite=skip", "--run-id", "r"
+    )
+    assert status == 0, err
+    labels = RunsStore("lowdens-runs").get("r").labels.compute()
+    assert labels[0] == labels[-1] == -1 and (labels[1:-1] >= 0).all()
+
+
+def test_a_parquet_folder_whose_files_differ_in_columns_is_one_line(here, capsys):
+    """Before: "lowdens: error: ['c'] not in index"."""
+    X = _blobs()
+    os.mkdir("mixed.parquet")
+    pd.DataFrame(X[:100], columns=list("abc")).to_parquet("mixed.parquet/part.0.parquet")
+    pd.DataFrame(X[100:, :2], columns=list("ab")).to_parquet("mixed.parquet/part.1.parquet")
+    status, _, err = lowdens(capsys, "fit", "mixed.parquet", "--store", "runs")
+    assert status == 2, err
+    assert _one_error_line(err) == (
+        "lowdens: error: mixed.parquet: its parquet files differ in their columns: part.1.parquet lacks the "
+        "columns ['c'] (of part.0.parquet); every file must hold the same columns."
+    )
+
+
+def test_a_parquet_folder_whose_files_differ_in_column_types(here, capsys):
+    """Found by tests/test_cli_input_generator.py. Before: a column int64 in the first file and double in another
+    was read as int64 (1.5 read as 1, silently); nullable Int64 in another failed ("ufunc 'isfinite' not
+    supported"). Now such columns are float64 in every file, and a column of text in one file is one line."""
+    os.mkdir("types.parquet")
+    pd.DataFrame({"a": [0, 1, 2], "b": [0.0, 1.0, 2.0]}).to_parquet("types.parquet/part.0.parquet")
+    pd.DataFrame({"b": [3.0, 4.0], "a": [1.5, 2.5]}).to_parquet("types.parquet/part.1.parquet")  # other order
+    later = pd.DataFrame({"a": pd.array([7, None], dtype="Int64"), "b": pd.array([None, 8.0], dtype="Float64")})
+    later.to_parquet("types.parquet/part.2.parquet")
+    rows, info = read_input("types.parquet")
+    assert info.dtype == "float64"
+    expected = [[0, 0], [1, 1], [2, 2], [1.5, 3], [2.5, 4], [7, np.nan], [np.nan, 8]]
+    np.testing.assert_array_equal(rows.compute(), np.array(expected))
+    pd.DataFrame({"a": ["x", "y"], "b": [5.0, 6.0]}).to_parquet("types.parquet/part.3.parquet")
+    status, _, err = lowdens(capsys, "fit", "types.parquet", "--store", "runs")
+    line = _one_error_line(err)  # the text's arrow type: string or large_string, by pandas' version
+    assert status == 2 and line.startswith(
+        "lowdens: error: types.parquet: its parquet files differ in the type of the column 'a': part.0.parquet "
+        "holds int64, part.3.parquet "
+    ), err

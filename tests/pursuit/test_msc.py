@@ -13,7 +13,11 @@ from scipy.spatial.distance import cdist
 from sklearn.metrics import adjusted_rand_score
 from tolerances import EPS, SAFETY, assert_within
 
-from lowdens_dask import MSC, ClusterTree, MSCClustering
+from lowdens_dask import (
+    MSC,
+    ClusterTree,
+    MSCClustering,
+)
 from lowdens_dask.pursuit.msc import (
     count_positive_eigenvalues,
     disparity_cut,
@@ -363,3 +367,23 @@ def test_bad_input_is_refused():
         MSC(solver="exact").fit(da.from_array(X, chunks=(10, 2)))
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         MSC().fit(X, sample_weight=-np.ones(20))
+
+
+def test_msc_predicts_the_same_on_dask_and_in_memory():
+    """Issue 22, point 10: MSC(standardize=True) routes a row the same way in memory, in a Dask chunk and in labels_
+    (one float64 computation per row); rows that differ only in their last bits are one cluster."""
+    rng = np.random.default_rng(3)
+    last_bits = 1.0 + rng.integers(0, 8, (300, 8)) * np.finfo(np.float64).eps
+    blobs = np.vstack([rng.normal(size=(150, 8)), rng.normal(size=(150, 8)) + 2.0])
+    for X in (last_bits, blobs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # one cluster only, for the rows that differ in last bits
+            model = MSC(standardize=True, random_state=0).fit(X)
+        in_memory = model.predict(X)
+        np.testing.assert_array_equal(model.predict(da.from_array(X, chunks=(37, 8))).compute(), in_memory)
+        np.testing.assert_array_equal(model.labels_, in_memory)
+        f = model.decision_function(X)
+        np.testing.assert_array_equal(model.decision_function(da.from_array(X, chunks=(37, 8))).compute(), f)
+        np.testing.assert_array_equal(np.concatenate([model.decision_function(X[i : i + 1]) for i in range(300)]), f)
+    with pytest.warns(UserWarning, match="Only 1 clusters could be formed"):
+        assert np.unique(MSC(standardize=True, random_state=0).fit(last_bits).labels_).size == 1

@@ -3,15 +3,25 @@ the split rule, and the estimators in memory, in summary mode and in exact mode 
 compiled kernels and its gradients: tests/test_spectral_index.py)."""
 
 import math
+import time
 import warnings
 
 import dask.array as da
 import numpy as np
 import pytest
+from machine import scaled
 from scipy.spatial.distance import cdist
 from sklearn.metrics import adjusted_rand_score
 
-from lowdens_dask import LMSC, METHODS, SCPP, ClusterTree, LMSCClustering, SCPPClustering
+import lowdens_dask as ld
+from lowdens_dask import (
+    LMSC,
+    METHODS,
+    SCPP,
+    ClusterTree,
+    LMSCClustering,
+    SCPPClustering,
+)
 from lowdens_dask.pursuit.spectral import _min_norm_in_hull, beta_schedule, spectral_scale, spectral_split
 from lowdens_dask.tree import HyperplaneRule, NearestCentreRule
 
@@ -256,12 +266,12 @@ def test_fval_split_index_separates_small_clusters_first():
         [np.asarray(c) + rng.normal(size=(m, 2)) * [1.0 if m > 100 else 0.5, 1.0] for c, m in zip(centres, sizes)]
     )
     y = np.repeat(np.arange(4), sizes)
-    by_fval = SCPPClustering(4, split_index="fval", min_side=0).fit(X)
+    by_fval = SCPPClustering(4, leaf_order="fval", min_side=0).fit(X)
     assert adjusted_rand_score(y, by_fval.labels_) == 1.0
-    by_size = SCPPClustering(4, split_index="size-only", min_side=0).fit(X)
+    by_size = SCPPClustering(4, leaf_order="size-only", min_side=0).fit(X)
     assert 80 in [node.size for node in by_size.tree_.leaves()]  # the small pair left together
-    with pytest.raises(ValueError, match="split_index must be"):
-        SCPPClustering(2, split_index="rdepth").fit(X)
+    with pytest.raises(ValueError, match="leaf_order must be"):
+        SCPPClustering(2, leaf_order="rdepth").fit(X)
 
 
 def test_the_old_names_of_the_centre_parameters_work_for_one_release():
@@ -316,3 +326,38 @@ def test_the_solutions_connectivity_is_reused_unchanged():
     first = objective.connectivity(w)[2]
     assert objective.connectivity(w.copy(), gradient=False)[2] is first and objective.n_evaluations == 2
     assert objective.connectivity(w + 1e-3)[2] is not first
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.slow
+def test_scpp_auto_in_exact_mode_tests_rows():
+    """Issue 34, item 5: SCPP auto in exact mode tested each split on ~38 microclusters: 5 clusters at least 11 sd apart
+    gave 2, against 5 in memory."""
+    rng = np.random.default_rng(1)
+    truth = rng.integers(0, 5, 3000)
+    X = np.array([[0, 0], [12, 0], [0, 12], [12, 12], [24, 24.0]])[truth] + rng.standard_normal((3000, 2))
+    memory = ld.SCPPClustering(n_clusters="auto").fit(X)
+    exact = ld.SCPPClustering(n_clusters="auto", mode="exact").fit(da.from_array(X, chunks=(500, 2)))
+    assert memory.n_clusters_ == exact.n_clusters_ == 5
+    assert adjusted_rand_score(truth, np.asarray(exact.labels_)) > 0.99
+
+
+def two_groups(n=150, d=13, gap=4.0, seed=0):
+    """Two Gaussian groups ``gap`` apart along every axis."""
+    rng = np.random.default_rng(seed)
+    return np.vstack([rng.normal(size=(n // 2, d)), rng.normal(size=(n - n // 2, d)) + gap])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_scpp_tiny_scale_finishes():
+    """Issue 22, point 5: σ at 1e-6 of the scheme's: every similarity between distinct points underflows, so λ₂ = λ₃ = 0 for every
+    projection and is never simple. The non-smooth step chased rounding noise (5,535 evaluations for one split,
+    361 s for SCPPClustering(n_clusters=8)); it now stops where λ₂ is zero."""
+    X = two_groups()
+    model = SCPP(n_components=3, scheme="paper", omega=-1.0, scale_multiplier=1e-6, centre_init="k-means++")
+    model.set_params(min_side=75.0, maxiter=1, random_state=0)
+    start = time.perf_counter()
+    model.fit(X, sample_weight=np.full(150, 2.0))
+    assert time.perf_counter() - start < scaled(20)
+    assert model.n_evaluations_ < 500  # 6 β values, each a one-iteration BFGS and at most one non-smooth step
+    assert set(np.unique(model.labels_)) <= {0, 1}

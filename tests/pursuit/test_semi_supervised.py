@@ -1,14 +1,19 @@
 """Semi-supervised MDH (f_SSC, eq. 16 of the MDH paper) and MDHClassifier."""
 
 import math
+import time
 
 import dask.array as da
 import numpy as np
 import pytest
+from machine import scaled
 from sklearn.preprocessing import StandardScaler
 from sklearn.semi_supervised import LabelSpreading
 
-from lowdens_dask import METHODS, MDHClassifier
+from lowdens_dask import (
+    METHODS,
+    MDHClassifier,
+)
 from lowdens_dask.backend import InMemoryData
 from lowdens_dask.datasets import load_dataset
 from lowdens_dask.indices.semi_supervised import SemiSupervisedDensityIndex, ssc_stages
@@ -207,3 +212,30 @@ def test_bad_input_is_rejected_with_a_clear_error(params, labels, message):
     }[labels]
     with pytest.raises(ValueError, match=message):
         MDHClassifier(**params).fit(X, y_bad)
+
+
+def one_row_carries_the_total(n, rest):
+    """Weights where the first row carries (about) the total and every other row weighs ``rest``."""
+    w = np.full(n, rest)
+    w[0] = float(n)
+    return w
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_mdh_classifier_extreme_weights_and_C_finish():
+    """Issue 22, point 6: MDHClassifier(svm_C=1e12) with label weights of 1e-300 ran for more than 300 s in liblinear; such weights
+    are now refused at once, and so is an svm_C outside [1e-12, 1e12]. Within the ranges the SVM weighs the
+    labelled rows relative to the largest weight, so its per-row costs never all vanish."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(50, 13)), rng.normal(size=(50, 13)) + 4, rng.normal(size=(50, 13)) - 4])
+    y = np.where(rng.random(150) < 0.8, -1, np.repeat([0, 1, 2], 50))
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="sample_weight: 149 positive weight"):
+        MDHClassifier(svm_C=1e12, random_state=0).fit(X, y, sample_weight=one_row_carries_the_total(150, 1e-300))
+    for C in (1e-300, 1e300):
+        with pytest.raises(ValueError, match=r"svm_C must be a number in \[1e-12, 1e\+12\]"):
+            MDHClassifier(svm_C=C).fit(X, y)
+    model = MDHClassifier(svm_C=1e12, maxiter=5, random_state=0)
+    model.fit(X, y, sample_weight=one_row_carries_the_total(150, 1e-140))
+    assert model.transduction_.shape == (150,)
+    assert time.perf_counter() - start < scaled(20)

@@ -13,7 +13,12 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.svm import SVC
 from tolerances import EPS, SAFETY
 
-from lowdens_dask import METHODS, ClusterTree, SupportVectorClustering, SVMRelabelClustering
+from lowdens_dask import (
+    METHODS,
+    ClusterTree,
+    SupportVectorClustering,
+    SVMRelabelClustering,
+)
 from lowdens_dask.pursuit.svm_relabel import (
     SVMRelabeler,
     kernel_sse,
@@ -314,3 +319,23 @@ def test_predict_refuses_the_wrong_number_of_features():
     model = SVMRelabelClustering(random_state=0, **QUICK).fit(X)
     with pytest.raises(ValueError, match="features"):
         model.predict(np.zeros((3, 5)))
+
+
+def two_groups(n=150, d=13, gap=4.0, seed=0):
+    """Two Gaussian groups ``gap`` apart along every axis."""
+    rng = np.random.default_rng(seed)
+    return np.vstack([rng.normal(size=(n // 2, d)), rng.normal(size=(n - n // 2, d)) + gap])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_svm_relabel_subnormal_weights_are_refused_by_name():
+    """Issue 22, point 11: Legal but subnormal weights (most 5e-324) made NaN inside the SVM-relabel fit, reported as scikit-learn's
+    "Input X contains NaN". Positive weights must lie within a factor 1e150 of each other: the error says so."""
+    X = two_groups(n=60, d=3)
+    w = np.full(60, 5e-324)
+    w[:10] = 1.0
+    with pytest.raises(ValueError, match=r"sample_weight: 50 positive weight\(s\) are below 1e-150 times"):
+        SVMRelabelClustering(random_state=0, n_anneal_steps=3, n_null=50).fit(X, sample_weight=w)
+    w[10:] = 0.0  # zero weights are legal: those rows carry nothing but are labelled
+    model = SVMRelabelClustering(random_state=0, n_anneal_steps=3, n_null=50).fit(X, sample_weight=w)
+    assert model.labels_.shape == (60,)

@@ -5,6 +5,7 @@ test_flow.py.)"""
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -175,3 +176,74 @@ def test_every_command_has_help(capsys):
         with pytest.raises(SystemExit) as exit_:
             main([*command, "--help"])
         assert exit_.value.code == 0 and "--store" in capsys.readouterr().out, command
+
+
+def two_blobs(n=500):
+    rng = np.random.default_rng(0)
+    return np.vstack([rng.normal(size=(n, 2)), rng.normal(size=(n, 2)) + [8.0, 0.0]])
+
+
+#: Values of the methods' parameters that the command's table refuses, and values it accepts.
+BAD_VALUES = {
+    "bandwidth": [-1.0, 0.0, 1e101, "scott"],
+    "alphas": [[], [0.5, 0.1], [1.5], [-0.1, 0.2]],
+    "eta": [0.0, 1.0, -0.5],
+    "eps": [0.0, 1.0],
+    "maxiter": [0, -3, 2.5],
+    "ftol": [0.0, -1e-3],
+    "min_size": [0, -1.0],
+    "max_clusters": [0, -2, 1.5],
+    "significance_level": [0.0, 1.0, 1.5],
+    "decay": [1.0, -0.1],
+    "min_cluster_size": [-0.1, float("inf")],
+    # issue 53: booleans are True or False, not a string that reads as one ("False" is truthy)
+    "standardize": ["False", "no", "yes", 1, None],
+    "force_n_clusters": ["False", "true", 0, None],
+}
+
+
+GOOD_VALUES = {
+    "bandwidth": [None, "silverman", 0.5],
+    "alphas": [[0.0, 0.3, 0.6], [0.9]],
+    "eta": [0.01],
+    "eps": [1e-6],
+    "maxiter": [30],
+    "ftol": [1e-6],
+    "min_size": [2.0],
+    "max_clusters": [None, 5],
+    "significance_level": [0.05],
+    "decay": [None, 0.0, 0.5],
+    "min_cluster_size": [0.0, 0.01, 20],
+    "standardize": [True, False, np.True_],
+    "force_n_clusters": [True, False, np.False_],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BAD_VALUES))
+def test_the_commands_table_of_method_values_agrees_with_the_estimators(name):
+    """Each method that takes a parameter of the table (METHOD_CONSTRAINTS) refuses the values the table refuses
+    and fits with the values it accepts, so that the command's early check and the estimators cannot drift."""
+    from lowdens_pipelines.parameter_names import PARAMETER_NAMES
+
+    from lowdens_dask import METHODS
+    from lowdens_dask.estimators import check_method_values
+    from lowdens_dask.estimators._constraints import BANDWIDTH_RANGE, METHOD_CONSTRAINTS
+    from lowdens_dask.indices.minimum_density import BANDWIDTH_RANGE as INDEX_RANGE
+
+    assert BANDWIDTH_RANGE == INDEX_RANGE and set(BAD_VALUES) == set(METHOD_CONSTRAINTS) == set(GOOD_VALUES)
+    X = two_blobs(60)
+    methods = [method for method in METHODS if name in PARAMETER_NAMES.get(method, ())]
+    assert methods, f"no method takes {name}"
+    for method in methods:
+        for value in BAD_VALUES[name]:
+            with pytest.raises(ValueError, match=name):
+                check_method_values({name: value}, method)
+            with pytest.raises(ValueError, match=name), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                METHODS[method].clustering(n_clusters=2, random_state=0, **{name: value}).fit(X)
+        for value in GOOD_VALUES[name]:
+            check_method_values({name: value}, method)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                METHODS[method].clustering(n_clusters=2, random_state=0, **{name: value}).fit(X)

@@ -16,7 +16,9 @@ import pytest
 from lowdens_pipelines import job
 from lowdens_pipelines.parameter_names import PARAMETER_NAMES
 
-from lowdens_dask import METHODS
+from lowdens_dask import (
+    METHODS,
+)
 
 #: Packages that take from a third of a second to seconds each to import on a 2-core machine.
 HEAVY = ("sklearn", "scipy", "pandas", "dask", "distributed", "numba", "prefect", "matplotlib", "pyarrow")
@@ -122,3 +124,37 @@ def test_runs_list_and_show_read_json_only(store, argv):
     status, err, heavy = _imported(store, *argv, "--store", "runs")
     assert status == 0, err
     assert not heavy, f"lowdens {' '.join(argv)} imported {sorted(heavy)}"
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["header only", "text column", "bad bandwidth", "bad alphas"],
+)
+def test_errors_that_need_the_file_or_a_method_value_come_before_the_imports(tmp_path, case):
+    """Issue 43, item 5: `lowdens fit header_only.csv`, a CSV with a text column and `--param bandwidth=-1` took 3.9 s on an
+    idle machine (11-15 s under load): the messages came after Dask, pandas and the estimators were imported. They
+    now come from the first lines of the file and the standard-library table of the methods' values, with the same
+    words; the command exits without importing any of those."""
+    import subprocess
+    import sys
+
+    rows = "".join(f"{i}.5,{i}.25,{-i}.0\n" for i in range(50))
+    files = {"header only": "a,b,c\n", "text column": "a,b,c\n" + rows.replace("3.25", "x3"), "plain": rows}
+    args, expected = {
+        "header only": (["h.csv"], "h.csv: the file has no data rows after the header line"),
+        "text column": (["t.csv"], "t.csv: the columns ['b'] are not numeric; every column is a feature."),
+        "bad bandwidth": (["p.csv", "--param", "bandwidth=-1"], "--param bandwidth=-1: must be None, 'silverman'"),
+        "bad alphas": (["p.csv", "--param", "alphas=[0.5,0.1]"], "--param alphas=[0.5,0.1]: must be a non-empty"),
+    }[case]
+    for name, key in (("h.csv", "header only"), ("t.csv", "text column"), ("p.csv", "plain")):
+        (tmp_path / name).write_text(files[key])
+    code = (
+        "import sys; from lowdens_pipelines.cli import main; status = main(sys.argv[1:]); "
+        "heavy = {'dask', 'pandas', 'sklearn', 'numba', 'lowdens_dask.estimators.divisive'} & set(sys.modules); "
+        "heavy = sorted(heavy); "
+        "print(status, heavy)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, "fit", *args, "--store", "runs"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.stdout.split("\n")[0] == "2 []", (done.stdout, done.stderr)
+    assert done.stderr.startswith("lowdens: error: " + expected), done.stderr
