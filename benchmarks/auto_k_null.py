@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 # harness first: it puts the checkout being measured on sys.path.
-from harness import RESULTS_DIR, command_line, fmt, markdown_table, write_markdown
+from harness import RESULTS_DIR, command_line, fmt, markdown_table, median, write_markdown
 
 METHODS = (
     "MDHClustering",
@@ -389,10 +389,6 @@ def _draws_cell(rec: dict) -> str:
     return cell + " (partial)" if rec["partial"] else cell
 
 
-def _median(xs) -> float | None:
-    return statistics.median(xs) if xs else None
-
-
 def _verdict(share: float | None, target: float, rec: dict) -> str:
     if share is None:
         return "no draw done in budget" if rec["partial"] else "-"
@@ -417,7 +413,7 @@ def render_calibration(recs: dict) -> tuple[str, list[str]]:
                          f"done in the {rec['budget']:.0f} s budget")
         rows.append([rec["method"], rec["dist"], rec["d"], f"{rec['n']:,}", _draws_cell(rec),
                      "-" if share is None else f"{100 * share:.0f}%", max(ks) if ks else "-",
-                     len(rec["errors"]) or "", fmt(_median([r["time"] for r in rec["results"]])), verdict])
+                     len(rec["errors"]) or "", fmt(median([r["time"] for r in rec["results"]])), verdict])
     header = ["method", "null", "d", "n", "draws done/planned", "one cluster", "max k", "errors",
               "median fit (s)", f">= {100 * CALIBRATION_TARGET:.0f}%"]
     return markdown_table(header, rows), below
@@ -439,7 +435,7 @@ def render_power(recs: dict) -> tuple[str, list[str]]:
         rows.append([rec["method"], k, _draws_cell(rec), "-" if share is None else f"{100 * share:.0f}%",
                      sum(x < k for x in ks), sum(x > k for x in ks),
                      f"{min(ks)}-{max(ks)}" if ks else "-", fmt(statistics.fmean(aris)) if aris else "-",
-                     len(rec["errors"]) or "", fmt(_median([r["time"] for r in rec["results"]])),
+                     len(rec["errors"]) or "", fmt(median([r["time"] for r in rec["results"]])),
                      _verdict(share, POWER_TARGET, rec)])
     header = ["method", "K", "draws done/planned", "k = K", "k < K", "k > K", "k range", "mean ARI", "errors",
               "median fit (s)", f">= {100 * POWER_TARGET:.0f}%"]
@@ -451,7 +447,7 @@ def render_cost(recs: dict) -> tuple[str, list[str]]:
     for rec in sorted(recs.values(), key=lambda r: (_order(r["method"]), r["k"])):
         auto = [f for f in rec["fits"] if f["variant"] == "auto"]
         fixed = [f for f in rec["fits"] if f["variant"] == "fixed"]
-        ta, tk = _median([f["time"] for f in auto]), _median([f["time"] for f in fixed])
+        ta, tk = median([f["time"] for f in auto]), median([f["time"] for f in fixed])
         ratio = ta / tk if ta is not None and tk else None
         if ratio is None:
             verdict = "timed out" if rec["partial"] else (rec.get("error") or "-")
