@@ -21,7 +21,6 @@ _PUBLIC = {
     **{
         name: "lowdens_dask.estimators"
         for name in (
-            "IPDDP",
             "LMSC",
             "LMSCClustering",
             "MCH",
@@ -30,8 +29,9 @@ _PUBLIC = {
             "MSC",
             "MSCClustering",
             "METHODS",
-            "PDDP",
-            "DePDDP",
+            "DePDDPClustering",
+            "IPDDPClustering",
+            "PDDPClustering",
             "MCClustering",
             "MCProjection",
             "MDHClustering",
@@ -58,11 +58,14 @@ _PUBLIC = {
     },
 }
 
+#: Old names, importable for one release with a FutureWarning (not in ``__all__``).
+_DEPRECATED = {name: "lowdens_dask.estimators" for name in ("DePDDP", "IPDDP", "PDDP")}
+
 __all__ = [*sorted(_PUBLIC), "__version__"]
 
 
 def __getattr__(name: str):
-    module = _PUBLIC.get(name)
+    module = _PUBLIC.get(name) or _DEPRECATED.get(name)
     if module is None:
         raise AttributeError(f"module 'lowdens_dask' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)

@@ -309,10 +309,10 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped:
     changed = set(tree.changed_nodes())
     shown = sample.rows.shape[0]
     title = f"Cluster tree ({tree.method}, {tree.n_leaves} leaves): {shown} of {sample.n_total} rows shown"
-    if tree.update:
+    if tree.n_updates:
         n_changed = sum(node.id in changed for node in nodes)
-        title += f"\nafter update {tree.update}: {n_changed} of the {len(nodes)} splits changed by it (framed in red)"
-    titles = [_node_title(node, sample.routes[node.id].size, tree.update) for node in nodes]
+        title += f"\nafter update {tree.n_updates}: {n_changed} of the {len(nodes)} splits changed by it (framed in red)"
+    titles = [_node_title(node, sample.routes[node.id].size, tree.n_updates) for node in nodes]
     legend_columns = 0 if palette is None else 1 if len(palette.classes) <= 25 else 2
     fig, axes, legend_at = _tree_grid(
         len(nodes), max(t.count("\n") + 1 for t in titles), title.count("\n") + 1, legend_columns
@@ -328,7 +328,7 @@ def _tree_figure(tree: ClusterTree, nodes: list[Node], sample: _Sample, skipped:
         except Exception as error:  # noqa: BLE001 - one panel must not cost the figure
             _unplotted(ax, node, error, skipped, f"tree, panel of node {node.id}")
         if node.id in changed:
-            _mark_changed(ax, tree.update)
+            _mark_changed(ax, tree.n_updates)
     fig.suptitle(title, fontsize=11, y=1.0 - _TREE_FIGURE["pad"] / fig.get_size_inches()[1], va="top")
     kinds = {"hyperplane": "v.x = b", "kernel-expansion": "f(x) = 0"}
     drawn = [text for kind, text in kinds.items() if any(node.rule.kind == kind for node in nodes)]
@@ -507,7 +507,7 @@ def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
         fig.set_layout_engine("constrained")
         ax = fig.subplots(1, 1)
         _centres_panel(ax, node, sample.rows[idx], sample, idx, 8.0)
-        head = _node_title(node, idx.size, tree.update, 90)
+        head = _node_title(node, idx.size, tree.n_updates, 90)
         ax.set_title(f"{head}\n{sampled}; projected microclusters: x to child 0, + to child 1", fontsize=10)
         ax.set_gid("profile")
         return fig
@@ -518,7 +518,7 @@ def _node_figure(tree: ClusterTree, node: Node, sample: _Sample) -> Figure:
     profile = _profile(tree, node, p, rows) if p.size >= 2 else None
     note = "too few rows to draw a profile" if profile is None else profile.note
     title = "\n".join(
-        [_node_title(node, p.size, tree.update, 100), *textwrap.wrap(f"{sampled}; {note}" if note else sampled, 100)]
+        [_node_title(node, p.size, tree.n_updates, 100), *textwrap.wrap(f"{sampled}; {note}" if note else sampled, 100)]
     )
     twin = profile is not None and bool(profile.curves)  # the histogram's own axis, on the right
     fig = Figure(figsize=(_NODE_FIGURE["width"], 7.2 if with_labels else 4.8))
@@ -725,7 +725,7 @@ def plot_dendrogram(tree: ClusterTree, *, ax: Any = None) -> Figure:
         x[node.id] = 0.5 * (x[a] + x[b])
         height[node.id] = max(height[a], height[b]) + 1.0
         ax.annotate(
-            f"node {node.id}" + (f", changed at update {tree.update}" if node.id in changed else ""),
+            f"node {node.id}" + (f", changed at update {tree.n_updates}" if node.id in changed else ""),
             (x[node.id], height[node.id]),
             xytext=(0, 3),
             textcoords="offset points",

@@ -742,7 +742,7 @@ def _plot(args) -> int:
         raise ValueError(f"Run {args.run!r} records no input; give the rows with --input.")
     require_exists(source)
     with _importing():
-        import dask.array  # noqa: F401 (open_input's)
+        import dask.array
 
         from .inputs import load_labels, open_input
         from .paths import same_path

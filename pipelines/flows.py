@@ -76,33 +76,33 @@ def _runs_log_to_the_api() -> None:
 
 _runs_log_to_the_api()
 
-from .lifeline import guard_prefect_temporary_server  # noqa: E402
+from .lifeline import guard_prefect_temporary_server
 
 # A flow run without a Prefect API starts Prefect's temporary server: it dies with this process, even after a
 # kill -9 (lifeline.py says how).
 guard_prefect_temporary_server()
 
-import dask.array as da  # noqa: E402
-import numpy as np  # noqa: E402
-from distributed import get_task_stream, rejoin, secede  # noqa: E402
-from prefect import flow, get_run_logger, task  # noqa: E402
-from prefect.artifacts import create_markdown_artifact, create_table_artifact  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.client.orchestration import get_client  # noqa: E402
-from prefect.context import FlowRunContext  # noqa: E402
-from prefect_dask import DaskTaskRunner, get_dask_client  # noqa: E402
+import dask.array as da
+import numpy as np
+from distributed import get_task_stream, rejoin, secede
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.client.orchestration import get_client
+from prefect.context import FlowRunContext
+from prefect_dask import DaskTaskRunner, get_dask_client
 
-from lowdens_dask import ClusterTree  # noqa: E402
-from lowdens_dask.backend import chunks_read  # noqa: E402
-from lowdens_dask.tree import format_p_value  # noqa: E402
+from lowdens_dask import ClusterTree
+from lowdens_dask.backend import chunks_read
+from lowdens_dask.tree import format_p_value
 
-from . import job  # noqa: E402
-from .hosts import local_cluster_kwargs  # noqa: E402
-from .inputs import open_input  # noqa: E402
-from .job import make_estimator, route_to_stable_ids, stable_labels  # noqa: E402
-from .metrics import describe_update, tree_metrics  # noqa: E402
-from .paths import absolute, refuse_relative_in_deployment  # noqa: E402
-from .runs import DEFAULT_STORE, Attempt, RunsStore  # noqa: E402
+from . import job
+from .hosts import local_cluster_kwargs
+from .inputs import open_input
+from .job import make_estimator, route_to_stable_ids, stable_labels
+from .metrics import describe_update, tree_metrics
+from .paths import absolute, refuse_relative_in_deployment
+from .runs import DEFAULT_STORE, Attempt, RunsStore
 
 if _quiet_level() is not None:  # distributed sets its loggers' levels when it is first imported (above)
     logging.getLogger("distributed").setLevel(max(logging.WARNING, logging.getLogger("distributed").level))
@@ -491,7 +491,17 @@ def recluster(
     logger = get_run_logger()
     runs = RunsStore(store)
     plan = job.plan_run(
-        runs, method, n_clusters, params, random_state, update_from, series, refit_every, run_id, replace, force,
+        runs,
+        method,
+        n_clusters,
+        params,
+        random_state,
+        update_from,
+        series,
+        refit_every,
+        run_id,
+        replace,
+        force,
         allow_same_input=allow_same_input,
     )
     with get_client(sync_client=True) as client:
@@ -506,7 +516,7 @@ def recluster(
         runner = dask_task_runner(cluster, api_url=api_url)
     resume, previous = job.start_point(runs, plan, identity)
     if plan.parent is not None:
-        logger.info("updating run %s (update %d since its fit)", plan.parent.run_id, plan.parent.tree.update + 1)
+        logger.info("updating run %s (update %d since its fit)", plan.parent.run_id, plan.parent.tree.n_updates + 1)
     with runs.attempt(run_id, replace=replace) as attempt:
         done = recluster_on_dask.with_options(task_runner=runner)(
             input_path,

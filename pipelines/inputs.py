@@ -241,7 +241,7 @@ def _check_numeric_columns(frame, path: str, hint: Callable[[], str] = str):
 
 #: Strings pandas reads as a missing value by default: in a first row they are not evidence of a header.
 _NA_STRINGS = frozenset(
-    "#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a|nan|null".split("|")
+    ["#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
 )
 
 
@@ -347,9 +347,7 @@ def _is_pandas_index_header(fields: list[str], second: str | None) -> bool:
     return re.fullmatch(r"\d+", second.split(",", 1)[0].strip()) is not None
 
 
-def _sniff_csv(
-    path: str, storage_options: dict | None, header: bool | None, what: str
-) -> tuple[bool, str, bool]:
+def _sniff_csv(path: str, storage_options: dict | None, header: bool | None, what: str) -> tuple[bool, str, bool]:
     r"""``(header, sep, trailing)`` for the CSV at ``path``. ``sep`` is ``","``, or ``r"\s+"`` for values separated
     by spaces or tabs (``np.savetxt`` without a delimiter); ``trailing``: the first line ends with a comma (an
     export style that ends every line so). ``header`` as given, or (``None``) whether the first
@@ -687,9 +685,7 @@ def read_input(
     return X, info
 
 
-def open_input(
-    path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None
-) -> da.Array:
+def open_input(path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None) -> da.Array:
     """The rows at ``path`` as a 2-D Dask array: a zarr array (a path zarr opens as a 2-D array, or
     ``group.zarr/X``), ``.npy``, ``.csv``/``.csv.gz`` (every column a numeric feature) or parquet (every
     column a numeric feature). A missing file, a wrong shape or dtype, or an empty array is a ``ValueError``
@@ -713,9 +709,7 @@ def _file_token(path: str) -> str:
     return tokenize(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
 
 
-def load_labels(
-    path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None
-) -> np.ndarray:
+def load_labels(path: str | os.PathLike, storage_options: dict | None = None, header: bool | None = None) -> np.ndarray:
     """True labels from a 1-D zarr array or ``.npy`` file, from a ``.csv``/parquet file's only column (or its
     column named ``label``), or from a plain file of one integer per line (after an optional header line) whatever
     its name's extension (``truth.labels``, ``labels.txt``: a file, where a name the formats do not know would be a

@@ -92,12 +92,12 @@ def update_parent(runs: RunsStore, update_from: str) -> Run:
 def series_parent(runs: RunsStore, series: str, refit_every: int) -> tuple[Run | None, Run | None]:
     """(the run to update, the series' latest run) for the next run of ``series`` under ``lowdens serve
     --incremental``: the latest run is updated unless its tree has had ``refit_every - 1`` updates since its full
-    fit (``tree.update``), so that one run in ``refit_every`` is a full fit; nor is a latest run updated whose
+    fit (``tree.n_updates``), so that one run in ``refit_every`` is a full fit; nor is a latest run updated whose
     method has no ``partial_fit`` or that keeps no summary. Without a latest run, the series starts with a fit."""
     if refit_every < 1:
         raise ValueError(f"refit_every must be a positive integer; got {refit_every!r}.")
     latest = runs.latest_in(series)
-    if latest is None or latest.tree.update + 1 >= refit_every:
+    if latest is None or latest.tree.n_updates + 1 >= refit_every:
         return None, latest
     if not updatable(latest.attrs.get("params", {}).get("method")) or latest.summary is None:
         return None, latest
@@ -224,7 +224,7 @@ def resume_point(parent: Run) -> dict:
     for node in payload["nodes"]:
         if node["id"] in labels:
             node["label"] = int(ids[labels[node["id"]]])
-    payload.update(update=tree.update, next_label=next_label)
+    payload.update(update=tree.n_updates, next_label=next_label)
     return {"run_id": parent.run_id, "url": parent.url, "tree": json.dumps(payload)}
 
 

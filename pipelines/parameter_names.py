@@ -19,6 +19,7 @@ _SPECTRAL = frozenset(
         "labels_store",
         "max_clusters",
         "max_microclusters",
+        "max_iter",
         "maxiter",
         "microcluster_init",
         "microclusters_above",
@@ -36,6 +37,7 @@ _SPECTRAL = frozenset(
         "scheme",
         "significance_level",
         "similarity",
+        "leaf_order",
         "split_index",
         "standardize",
         "storage_options",
@@ -59,17 +61,20 @@ _GROWER = frozenset(
         "random_state",
         "rows_per_microcluster",
         "significance_level",
+        "leaf_order",
         "split_index",
         "standardize",
         "storage_options",
     }
 )
 #: The growers whose hyperplanes are pursued (MDH, NCut, MC) add the pursuit's parameters.
-_PURSUED = _GROWER | {"ftol", "maxiter", "refine", "v0"}
+_PURSUED = _GROWER | {"ftol", "max_iter", "maxiter", "refine", "tol", "v0"}
 
-#: method name (``lowdens_dask.METHODS``) -> the names its clustering estimator's ``get_params()`` returns
+#: method name (``lowdens_dask.METHODS``) -> the names its clustering estimator's ``get_params()`` returns (the
+#: renamed parameters' old names, ``maxiter``, ``ftol``, ``eps`` and ``split_index``, included: they work for one
+#: release, with a FutureWarning)
 PARAMETER_NAMES: dict[str, frozenset[str]] = {
-    "mdh": _PURSUED | {"alphas", "bandwidth", "eps", "eta"},
+    "mdh": _PURSUED | {"alphas", "bandwidth", "eps", "eta", "penalty_exponent"},
     "ncut": _PURSUED | {"scale"},
     "mc": _PURSUED,
     "pddp": _GROWER,

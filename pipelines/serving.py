@@ -201,7 +201,7 @@ def _settings_without_retries():
     second of pydantic validation, more on a busy machine), ahead of any interrupt by :func:`serve`."""
     with _no_retries_lock:
         if not _no_retries:
-            import prefect.client.orchestration  # noqa: F401 (imported here, not when the clean-up is due)
+            import prefect.client.orchestration
             import prefect.client.schemas.filters  # noqa: F401
             from prefect.context import get_settings_context
             from prefect.settings import PREFECT_CLIENT_MAX_RETRIES

@@ -10,9 +10,9 @@ __all__ = [
     "INTEGRITY_ATTRIBUTE",
     "ChunkReadError",
     "ChunkedData",
-    "chunks_read",
     "InMemoryData",
     "WorkerMemoryError",
     "as_dask_array",
+    "chunks_read",
     "write_integrity_manifest",
 ]

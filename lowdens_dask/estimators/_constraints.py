@@ -90,9 +90,9 @@ METHOD_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
         "either side of their mean, eq. 7)",
     ),
     "eta": (lambda v: _real(v) and 0 < v < 1, "must lie in (0, 1)"),
-    "eps": (lambda v: _real(v) and 0 < v < 1, "must lie in (0, 1)"),
-    "maxiter": (lambda v: _integer(v, 1), "must be a positive integer"),
-    "ftol": (lambda v: _real(v) and v > 0, "must be positive"),
+    "penalty_exponent": (lambda v: _real(v) and 0 < v < 1, "must lie in (0, 1)"),
+    "max_iter": (lambda v: _integer(v, 1), "must be a positive integer"),
+    "tol": (lambda v: _real(v) and v > 0, "must be positive"),
     "min_size": (lambda v: _real(v) and v > 0, "must be a positive number"),
     "max_clusters": (lambda v: v is None or _integer(v, 1), "must be a positive integer or None"),
     "significance_level": (
@@ -114,9 +114,15 @@ METHOD_CONSTRAINTS: dict[str, tuple[Callable[[object], bool], str]] = {
 BOOLEAN_PARAMS = ("standardize", "force_n_clusters")
 
 
+#: The renamed parameters' old names (one release, with a FutureWarning), checked as their new names are.
+OLD_NAMES = {"eps": "penalty_exponent", "maxiter": "max_iter", "ftol": "tol"}
+
+
 def check_method_values(params: Mapping[str, object], owner: str) -> None:
-    """Check those of ``params`` (name -> value) that :data:`METHOD_CONSTRAINTS` lists; the ValueError starts with
-    ``owner``."""
-    for name, (legal, what) in METHOD_CONSTRAINTS.items():
-        if name in params and not legal(params[name]):
-            raise ValueError(f"{owner}: {name} {what}; got {params[name]!r}.")
+    """Check those of ``params`` (name -> value) that :data:`METHOD_CONSTRAINTS` lists (by their new names, where
+    :data:`OLD_NAMES` has them); the ValueError starts with ``owner``."""
+    for given in params:
+        name = OLD_NAMES.get(given, given)
+        legal, what = METHOD_CONSTRAINTS.get(name, (None, None))
+        if legal is not None and not legal(params[given]):
+            raise ValueError(f"{owner}: {given} {what}; got {params[given]!r}.")

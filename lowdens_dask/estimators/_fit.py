@@ -31,14 +31,15 @@ from ..backend.workers import check_worker_memory, chunk_bytes
 from ..growth.drift import shares
 from ..growth.grower import Growth, merge_unreached_leaves
 from ..tree import ClusterTree, leaf_labels_from_json
-from ._constraints import check_scale_out_params
 from ._label_pass import store_labels
 from ._params import (
     AUTO_SUMMARY_ROWS,
     check_n_features,
     choose_mode,
     is_chunked_input,
+    param,
     seed_of,
+    validate_params,
 )
 from ._summary_pass import (
     as_chunked,
@@ -179,8 +180,8 @@ class TreeClustering(ClusterMixin, BaseEstimator):
 
     def _check_chunked(self) -> None:
         """What exact mode on chunked input cannot do, refused before any pass."""
-        for name in ("bandwidth", "v0", "split_index"):
-            if callable(self.get_params(deep=False).get(name)):
+        for name in ("bandwidth", "v0", "leaf_order"):
+            if hasattr(self, name) and callable(param(self, name)):
                 raise ValueError(
                     f"A callable {name} needs the rows in memory; exact mode on chunked input does not support it."
                 )
@@ -198,8 +199,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         """Grow the tree on X (an array, a Dask array or a zarr store; ``mode`` says how); ``labels_`` are the
         leaves' labels. A fit forgets earlier fits and updates."""
-        self._check_params()
-        check_scale_out_params(self)
+        validate_params(self)
         for name in _FORGOTTEN:
             self.__dict__.pop(name, None)
         mode, self.fit_mode_reason_ = choose_mode(self, X, sample_weight)
@@ -290,6 +290,8 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         self.tree_ = growth.tree
         self.n_clusters_ = growth.tree.n_leaves
         self.n_evaluations_ = growth.n_evaluations
+        if "max_iter" in self._get_param_names():  # scikit-learn's name for it in estimators with max_iter
+            self.n_iter_ = growth.n_evaluations
         for name, value in {**self._fitted_attributes(growth), **attributes}.items():
             setattr(self, name, value)
 
@@ -362,12 +364,12 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         (:func:`lowdens_dask.growth.grower.grow`): each split is re-pursued from its rule, and kept as it is while it
         still lies in low density and, for ``n_clusters="auto"``, is still significant on the summary's sample rows
         that reach it; with ``"auto"`` (or None) a split that is no longer significant (valid) is merged back; then
-        leaves are split by ``split_index``, ``force_n_clusters`` and ``max_clusters`` as in a fit, up to
+        leaves are split by ``leaf_order``, ``force_n_clusters`` and ``max_clusters`` as in a fit, up to
         ``n_clusters`` (an integer: the tree grows, or merges back its latest splits, to that many leaves). Cluster
         ids are stable: each id goes to the leaf that holds most of its old weight, a leaf that holds none keeps its
         own, and ids are never reused, so ids need not be 0..K-1. X is checked as :meth:`fit` checks it; a later
         call's batch may be one row, or identical rows (they are merged, not split). ``labels_``
-        are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and ``tree_.update`` counts the
+        are X's ids (as ``predict(X)``), ``update_report_`` says what changed, and ``tree_.n_updates`` counts the
         updates (each node records ``created`` and ``changed``).
 
         After :meth:`fit` in memory or in exact mode, the first update summarises the rows the fit saw (one pass, as
@@ -390,8 +392,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         if not is_chunked_input(X):  # in memory: what fit accepts (lists, 2-D arrays), with fit's errors
             reject_strings(X)
             X = check_array(X, dtype=(np.float64, np.float32), ensure_all_finite=False, input_name="X")
-        self._check_params()
-        check_scale_out_params(self)
+        validate_params(self)
         if hasattr(self, "tree_"):
             check_n_features(self, X)
             if hasattr(self, "_rows_fitted"):
@@ -431,7 +432,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
             rows, weights, n_nonfinite = read_small_input(self, arr, update=True)
             new = rows_summary(rows, weights, arr.shape[0])
         else:
-            seed = np.random.default_rng([seed_of(self.random_state), self.tree_.update + 1])
+            seed = np.random.default_rng([seed_of(self.random_state), self.tree_.n_updates + 1])
             done = summarise(self, arr, int(seed.integers(2**31 - 1)), update=True)
             new, n_nonfinite = done.summary, done.n_nonfinite
         summarised = _clock()
@@ -441,7 +442,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         old_weights[merged.n_microclusters - new.n_microclusters :] = 0.0
         self.tree_ = copy.deepcopy(self.tree_)  # grown in place; partial_fit restores the old one on failure
         growth = self._grow_update(merged, old_weights)
-        bounded = merged.bounded(self.max_microclusters, growth.tree.update)
+        bounded = merged.bounded(self.max_microclusters, growth.tree.n_updates)
         report = {"n_rows": new.n_rows, "decay": self.decay, **growth.report}
         if report.get("drift") is not None:  # the shares of rows, not of microclusters cut differently each time
             report.update(sample_shares(growth.tree, old, new))

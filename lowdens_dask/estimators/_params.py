@@ -15,10 +15,17 @@ from sklearn.utils import check_random_state
 from .._warnings import warn
 from ..backend import as_dask_array
 from ..backend.workers import default_max_node_bytes
+from ._constraints import check_scale_out_params
 
 #: With mode="auto", input with more rows than this is fitted in summary mode (the default of
 #: :attr:`~lowdens_dask.estimators._fit.TreeClustering._auto_summary_rows`).
 AUTO_SUMMARY_ROWS = 2_000_000
+
+
+def random_state_of(random_state):
+    """``random_state`` with None read as 0: the one meaning of ``random_state=None`` in every estimator (a fit is
+    reproducible unless given a ``RandomState`` or ``Generator`` to draw from)."""
+    return 0 if random_state is None else random_state
 
 
 def seed_of(random_state) -> int:
@@ -180,118 +187,55 @@ def with_scale_out_doc(cls):
     return cls
 
 
-# ---------------------------------------------------------------------------------------------------- declaring
-#: Type hints of the estimators' parameters, by name: one table for every generated ``__init__``.
-ANNOTATIONS = {
-    "n_clusters": "int | str | None",
-    "n_components": "int",
-    "split_index": "str | Callable",
-    "min_size": "float",
-    "min_cluster_size": "float",
-    "force_n_clusters": "bool",
-    "max_clusters": "int | None",
-    "significance_level": "float",
-    "decay": "float | None",
-    "bandwidth": "float | str | Callable | None",
-    "scale": "float | None",
-    "alphas": "Sequence[float] | None",
-    "v0": "np.ndarray | Callable | None",
-    "eta": "float",
-    "eps": "float",
-    "maxiter": "int",
-    "ftol": "float",
-    "percentile": "float",
-    "standardize": "bool",
-    "mode": "str",
-    "rows_per_microcluster": "float",
-    "max_microclusters": "int | None",
-    "refine": "int",
-    "nonfinite": "str",
-    "random_state": "int | None",
-    "storage_options": "dict | None",
-    "labels_store": "str | None",
-    "max_node_bytes": "float | str",
-}
-
-#: The scale-out parameters and their defaults (documented in :data:`SCALE_OUT_DOC`).
-SCALE_OUT_DEFAULTS = {
-    "mode": "auto",
-    "rows_per_microcluster": 20,
-    "max_microclusters": 1024,
-    "refine": 0,
-    "nonfinite": "raise",
-    "random_state": None,
-    "storage_options": None,
-    "labels_store": None,
-    "max_node_bytes": "auto",
-}
-
-#: ``n_clusters="auto"``: the least share of the rows fitted that each side of a split holds (``min_cluster_size``'s
-#: default; see benchmarks/results/split-decision.md for its measurement).
-MIN_CLUSTER_SIZE = 0.005
-
-#: The growth parameters of the divisive estimators (``split_index``'s default is each estimator's own).
-DIVISIVE_DEFAULTS = {
-    "min_size": 1,
-    "min_cluster_size": MIN_CLUSTER_SIZE,
-    "force_n_clusters": True,
-    "max_clusters": None,
-    "significance_level": 0.01,
-    "decay": None,
-}
-
-
-def scale_out(*without: str) -> dict:
-    """:data:`SCALE_OUT_DEFAULTS` without the named parameters (those the estimator does not have)."""
-    return {name: value for name, value in SCALE_OUT_DEFAULTS.items() if name not in without}
-
-
-def init_with(positional: dict, keyword: dict):
-    """An ``__init__`` taking ``positional`` (positional or keyword) and then ``keyword`` (keyword only) parameters
-    with these defaults, storing each as an attribute of the same name, unchanged (scikit-learn's convention);
-    generated as dataclasses generate theirs, so that its signature is what ``get_params`` and ``help`` read."""
-    names = [*positional, *keyword]
-    defaults = {**positional, **keyword}
-
-    def argument(name: str) -> str:
-        return f"{name}=_defaults[{name!r}]"
-
-    arguments = [argument(name) for name in positional] + (["*"] if keyword else []) + [argument(n) for n in keyword]
-    body = "".join(f"\n    self.{name} = {name}" for name in names) or "\n    pass"
-    source = f"def __init__(self, {', '.join(arguments)}):{body}\n"
-    namespace: dict = {}
-    exec(source, {"_defaults": defaults}, namespace)  # noqa: S102 (generated from the names above only)
-    init = namespace["__init__"]
-    init.__annotations__ = {name: ANNOTATIONS[name] for name in names if name in ANNOTATIONS}
-    return init
-
-
-#: The pursuit parameters of each projection index, shared by its one-split and divisive estimators.
-MDH_INDEX_DEFAULTS = {
-    "bandwidth": None,
-    "alphas": None,
-    "v0": None,
-    "eta": 1e-2,
-    "eps": 1.0 - 1e-6,
-    "maxiter": 50,
-    "ftol": 1e-5,
-}
-NCUT_INDEX_DEFAULTS = {"scale": None, "v0": None, "maxiter": 50, "ftol": 1e-8}
-MC_INDEX_DEFAULTS = {"v0": None, "maxiter": 50, "ftol": 1e-8}
-
 #: The default of a renamed parameter's old name: not given.
 DEPRECATED = "deprecated"
 
+#: Parameters renamed in this release, new name -> old name: the old name still works for one release, with a
+#: ``FutureWarning`` that names the new one (:func:`warn_renamed`); the README and docs use the new names.
+RENAMED = {
+    "max_iter": "maxiter",
+    "tol": "ftol",
+    "penalty_exponent": "eps",
+    "leaf_order": "split_index",
+    "n_centres": "n_microclusters",
+    "centres_above": "microclusters_above",
+    "centre_init": "microcluster_init",
+}
 
-def renamed(est, old: str, new: str):
-    """The value of the parameter ``new``, or of its old name ``old`` where that was given: the old name works for
-    one release, with a ``FutureWarning``."""
-    value = getattr(est, old, DEPRECATED)
-    if isinstance(value, str) and value == DEPRECATED:
-        return getattr(est, new)
-    warn(
-        f"{type(est).__name__}: the parameter {old} was renamed {new}; {old} will be removed in the next release "
-        f"(use {new}={value!r}).",
-        FutureWarning,
-    )
-    return value
+
+def _given_old_name(est, new: str) -> str | None:
+    old = RENAMED.get(new)
+    if old is None or old not in est.__dict__:  # SVM-relabel's max_iter was never renamed
+        return None
+    value = est.__dict__[old]
+    return None if isinstance(value, str) and value == DEPRECATED else old
+
+
+def param(est, name: str):
+    """The value of the parameter ``name``, or of its old name (:data:`RENAMED`) where that was given."""
+    old = _given_old_name(est, name)
+    return getattr(est, name) if old is None else getattr(est, old)
+
+
+def warn_renamed(est) -> None:
+    """A ``FutureWarning`` for each old parameter name (:data:`RENAMED`) given to ``est``, naming the new one."""
+    for new in RENAMED:
+        old = _given_old_name(est, new)
+        if old is not None:
+            warn(
+                f"{type(est).__name__}: the parameter {old} was renamed {new}; {old} will be removed in the next "
+                f"release (use {new}={getattr(est, old)!r}).",
+                FutureWarning,
+            )
+
+
+def validate_params(est) -> None:
+    """The one check of an estimator's parameters, before any work (``fit``, ``partial_fit``, and
+    :func:`~lowdens_dask.estimators.check_params` without fitting): a ``FutureWarning`` for each old name given
+    (:func:`warn_renamed`), then the estimator's own checks and those of its scale-out parameters
+    (:func:`~lowdens_dask.estimators._constraints.check_scale_out_params`); a bad value is a ``ValueError`` that
+    names the parameter."""
+    warn_renamed(est)
+    est._check_params()
+    if hasattr(est, "nonfinite"):  # estimators that also take Dask and zarr input
+        check_scale_out_params(est)

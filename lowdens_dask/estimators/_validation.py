@@ -14,6 +14,7 @@ from threadpoolctl import ThreadpoolController
 from .._warnings import warn
 from ..backend.frame import check_value_range
 from ..indices.minimum_density import BANDWIDTH_RANGE
+from ._params import param
 
 
 def single_threaded_blas():
@@ -252,11 +253,11 @@ def check_mdh_params(est) -> None:
             raise ValueError(f"{name}: alphas must be non-decreasing (a continuation schedule); got {est.alphas!r}.")
     if not 0 < est.eta < 1:
         raise ValueError(f"{name}: eta must lie in (0, 1); got {est.eta!r}.")
-    if not 0 < est.eps < 1:
-        raise ValueError(f"{name}: eps must lie in (0, 1); got {est.eps!r}.")
-    check_positive_int(est.maxiter, f"{name}: maxiter")
-    if not est.ftol > 0:
-        raise ValueError(f"{name}: ftol must be positive; got {est.ftol!r}.")
+    if not 0 < param(est, "penalty_exponent") < 1:
+        raise ValueError(f"{name}: penalty_exponent must lie in (0, 1); got {param(est, 'penalty_exponent')!r}.")
+    check_positive_int(param(est, "max_iter"), f"{name}: max_iter")
+    if not param(est, "tol") > 0:
+        raise ValueError(f"{name}: tol must be positive; got {param(est, 'tol')!r}.")
     min_size = getattr(est, "min_size", 1)  # the classifier has none
     if not (isinstance(min_size, numbers.Real) and min_size > 0):
         raise ValueError(f"{name}: min_size must be a positive number; got {min_size!r}.")
@@ -282,11 +283,11 @@ def check_bandwidth(est) -> None:
 
 
 def check_pursuit_params(est, *, divisive: bool) -> None:
-    """maxiter, ftol, min_size and v0 of a pursued index, with errors that name the estimator."""
+    """max_iter, tol, min_size and v0 of a pursued index, with errors that name the estimator."""
     name = type(est).__name__
-    check_positive_int(est.maxiter, f"{name}: maxiter")
-    if not (isinstance(est.ftol, numbers.Real) and est.ftol > 0):
-        raise ValueError(f"{name}: ftol must be a positive number; got {est.ftol!r}.")
+    check_positive_int(param(est, "max_iter"), f"{name}: max_iter")
+    if not (isinstance(param(est, "tol"), numbers.Real) and param(est, "tol") > 0):
+        raise ValueError(f"{name}: tol must be a positive number; got {param(est, 'tol')!r}.")
     if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
         raise ValueError(f"{name}: min_size must be a positive number; got {est.min_size!r}.")
     if divisive and est.v0 is not None and not callable(est.v0):

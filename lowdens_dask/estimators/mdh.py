@@ -4,10 +4,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
 from ..indices import DEFAULT_ALPHAS
-from ._params import MDH_INDEX_DEFAULTS, init_with, scale_out
-from ._validation import check_mdh_params
+from ._params import param, with_scale_out_doc
+from ._validation import (
+    check_mdh_params,
+)
+from .divisive import (
+    _DivisiveClustering,
+    _lowest_density,
+    _relative_depth,
+    _size,
+)
 from .hyperplane import HyperplaneEstimator
+from .projection import _ProjectionPursuit
 
 
 class MDH(HyperplaneEstimator):
@@ -32,11 +45,11 @@ class MDH(HyperplaneEstimator):
         largest relative depth (eq. 30) is kept.
     eta : float, default=0.01
         Penalty accuracy (eq. 10).
-    eps : float, default=1 - 1e-6
+    penalty_exponent : float, default=1 - 1e-6
         Penalty smoothness exponent (eq. 10).
-    maxiter : int, default=50
+    max_iter : int, default=50
         BFGS iterations per alpha stage.
-    ftol : float, default=1e-5
+    tol : float, default=1e-5
         An alpha stage ends when one BFGS iteration lowers the projection index by at most this
         relative amount.
     min_size : float, default=1
@@ -70,7 +83,52 @@ class MDH(HyperplaneEstimator):
         Only when X has feature names.
     """
 
-    __init__ = init_with({}, {**MDH_INDEX_DEFAULTS, "min_size": 1, "standardize": False, **scale_out()})
+    def __init__(
+        self,
+        *,
+        bandwidth: float | str | Callable | None = None,
+        alphas: Sequence[float] | None = None,
+        v0: np.ndarray | Callable | None = None,
+        eta: float = 0.01,
+        penalty_exponent: float = 0.999999,
+        max_iter: int = 50,
+        tol: float = 1e-05,
+        min_size: float = 1,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
+        eps="deprecated",  # now penalty_exponent (FutureWarning)
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        ftol="deprecated",  # now tol (FutureWarning)
+    ):
+        self.bandwidth = bandwidth
+        self.alphas = alphas
+        self.v0 = v0
+        self.eta = eta
+        self.penalty_exponent = penalty_exponent
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_size = min_size
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
+        self.eps = eps
+        self.maxiter = maxiter
+        self.ftol = ftol
 
     _method = "mdh"
     _no_split_warning = (
@@ -83,9 +141,9 @@ class MDH(HyperplaneEstimator):
             "bandwidth": self.bandwidth,
             "alphas": tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas),
             "eta": self.eta,
-            "eps": self.eps,
-            "maxiter": self.maxiter,
-            "ftol": self.ftol,
+            "eps": param(self, "penalty_exponent"),
+            "maxiter": param(self, "max_iter"),
+            "ftol": param(self, "tol"),
             "v0": self.v0,
         }
 
@@ -101,4 +159,245 @@ class MDH(HyperplaneEstimator):
             "relative_depth_": hp.relative_depth,
             "alpha_": hp.params["alpha"],
             "bandwidth_": hp.params["bandwidth"],
+        }
+
+
+@with_scale_out_doc
+class MDHClustering(_DivisiveClustering):
+    """Divisive clustering with minimum density hyperplanes (MDDC; PPCI's ``mddc``).
+
+    Each split is an :class:`~lowdens_dask.MDH` fitted on the leaf's own rows (Pavlidis, Hofmeyr &
+    Tasoulis, JMLR 2016; divisive use as in Hofmeyr & Pavlidis, R Journal 11(2), 2019).
+
+    Parameters
+    ----------
+    n_clusters : int, None or "auto", default=8
+        Number of leaves to grow. None splits until no leaf has a valid split (PPCI's ``mddc``). "auto" splits
+        a leaf only while its split is significant at ``significance_level`` against a one-cluster null: the
+        dip of the leaf's rows (in summary mode, the summary's sample of rows that reach it) along each start's
+        split, against the dip of the splits the same pursuit finds in one-cluster samples of the leaf's size
+        and effective dimension (:mod:`lowdens_dask.pursuit.significance`); the best significant start's split
+        is made, and every node records its ``dip``, ``p_value``, ``n_test`` and ``d_eff`` in ``tree_`` (the
+        leaves their would-be split's). A significant direction whose hyperplane lies at the edge of the alpha
+        interval (a small cluster beyond it) is split at its projection's lowest density minimum, as dePDDP
+        splits (the node's ``params["placed_at"]`` says so).
+    leaf_order : {"size", "fval", "rdepth"}, their "-only" forms, or callable, default="size"
+        Which leaf to split next: the largest, the one whose hyperplane has the lowest density, or the
+        largest relative depth. For an integer ``n_clusters`` every leaf's best split is tested as ``"auto"``
+        tests it, and leaves whose split is significant go first (the one split decision of ``"auto"`` and a
+        told K: told the K that ``"auto"`` finds, the fit makes ``"auto"``'s splits, and forced or insignificant
+        splits come only after every significant one); the index orders the leaves within each group. The
+        "-only" forms order by the index alone, with no test (PPCI's ``mddc`` is ``"size-only"``); so does a
+        callable, which receives ``(X_leaf, hyperplane)`` and returns a number.
+    min_size : float, default=1
+        Each side of a split must hold at least this many points (total weight).
+    min_cluster_size : float, default=0.005
+        With ``n_clusters="auto"``: each side of a split must also hold at least this share of the rows fitted (a
+        number below 1) or this many rows (1 or more): a split must be substantial as well as significant, since a
+        consistent test on a large sample resolves every tight clump of its rows. 0 splits while significant.
+    force_n_clusters : bool, default=True
+        When no leaf has a valid split and fewer than ``n_clusters`` leaves exist, split the leaf whose best
+        hyperplane the projection index prefers (for MDH and dePDDP, the one through the lowest density; ties to
+        the leaf the split index prefers) with that hyperplane (the node is marked ``forced`` in ``tree_``)
+        and warn once. False stops at the last valid split (PPCI's ``mddc``; a warning says how many
+        clusters were formed). Only for an integer ``n_clusters``.
+    max_clusters : int or None, default=None
+        With ``n_clusters="auto"`` or None, grow at most this many leaves (None: no cap).
+    significance_level : float, default=0.01
+        With ``n_clusters="auto"``: a leaf is split only if its held-out dip test's p-value is below this (a
+        level per split, in (0, 1); not MDH's ``alphas``, which bound the hyperplane's offset).
+    decay : float or None, default=None
+        :meth:`partial_fit`: each update first multiplies the weight of the rows seen before by ``1 - decay``
+        (in [0, 1); None keeps their whole weight), so that old data fades.
+    bandwidth, alphas, v0, eta, penalty_exponent, max_iter, tol, standardize
+        As for :class:`~lowdens_dask.MDH`, applied at every node.
+    {scale_out}
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), or dask array for Dask or zarr input
+        Leaf labels of the training rows (-1 for rows set aside for NaN/inf); a Dask array backed by
+        ``labels_store`` when one is given.
+    tree_ : ClusterTree
+        The fitted tree itself (not a copy): editing it changes ``predict``; ``labels_`` and
+        ``n_clusters_`` keep describing the fit.
+    n_clusters_ : int
+        Number of leaves actually formed.
+    fit_mode_ : str
+        How the last :meth:`fit` ran: ``"memory"`` (Dask and zarr input read into memory included), ``"exact"``
+        (passes over the chunks) or ``"summary"`` (``mode``'s rule).
+    fit_mode_reason_ : str
+        Why: the rule's words for this input (for example "2,000,000 x 64 values are more than 5,000,000").
+    n_microclusters_ : int
+        Summary mode only: size of the summary (the number of rows, for small input fitted on its rows).
+    timings_ : dict
+        Summary mode only: seconds spent in the summarising pass (``"summary_pass"``), growing the tree on the
+        microclusters (``"tree"``) and labelling every row (``"label_pass"``; None while the labels of
+        chunked input stay lazy, without ``labels_store``). After :meth:`partial_fit`: the update's (``"tree"``:
+        updating the tree).
+    client_seconds_ : dict
+        With ``timings_``: the CPU seconds this process (the client, and the scheduler of a ``LocalCluster``
+        started in it) spent in each step; what is left of a pass's time is waiting on the workers. The part of a
+        fit that does not shrink as workers are added (``benchmarks/scale.py``'s serial model).
+    summary_ : ClusterSummary
+        Summary mode and :meth:`partial_fit`: the microclusters of every row seen, which updates merge into.
+    update_report_ : dict
+        After :meth:`partial_fit`: what the last update did (:mod:`lowdens_dask.growth.grower`): ``update``,
+        ``n_rows``, ``n_clusters_before``, ``n_clusters``, ``nodes`` (each split's ``action``: "kept",
+        "re-pursued", "split" or "merged", with ``rerouted``, ``angle_degrees``, ``threshold_shift``,
+        ``p_value``), ``leaves`` (each cluster id's ``share_before`` and ``share_new``) and ``drift`` (``psi``,
+        ``chi2``, ``dof``, ``p_value``).
+    n_nonfinite_ : int
+        Rows set aside for NaN/inf.
+    n_passes_ : int
+        Passes over the rows of Dask or zarr input during the fit (0 for in-memory input).
+    n_evaluation_passes_ : int
+        Of these, the passes of the pursuit's objective evaluations (``X @ V`` and ``X.T @ G``).
+    n_evaluations_, n_iter_ : int
+        Objective evaluations of every split computed (``n_iter_``: scikit-learn's name for it where ``max_iter``
+        bounds the pursuit).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+    """
+
+    _method = "mdh"
+    _split_indices = {"size": _size, "fval": _lowest_density, "rdepth": _relative_depth}
+
+    def __init__(
+        self,
+        n_clusters: int | str | None = 8,
+        *,
+        leaf_order: str | Callable = "size",
+        min_size: float = 1,
+        min_cluster_size: float = 0.005,
+        force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
+        decay: float | None = None,
+        bandwidth: float | str | Callable | None = None,
+        alphas: Sequence[float] | None = None,
+        v0: np.ndarray | Callable | None = None,
+        eta: float = 0.01,
+        penalty_exponent: float = 0.999999,
+        max_iter: int = 50,
+        tol: float = 1e-05,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
+        split_index="deprecated",  # now leaf_order (FutureWarning)
+        eps="deprecated",  # now penalty_exponent (FutureWarning)
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        ftol="deprecated",  # now tol (FutureWarning)
+    ):
+        self.n_clusters = n_clusters
+        self.leaf_order = leaf_order
+        self.min_size = min_size
+        self.min_cluster_size = min_cluster_size
+        self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
+        self.decay = decay
+        self.bandwidth = bandwidth
+        self.alphas = alphas
+        self.v0 = v0
+        self.eta = eta
+        self.penalty_exponent = penalty_exponent
+        self.max_iter = max_iter
+        self.tol = tol
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
+        self.split_index = split_index
+        self.eps = eps
+        self.maxiter = maxiter
+        self.ftol = ftol
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_mdh_params(self)
+        if self.v0 is not None and not callable(self.v0):
+            raise ValueError(
+                f"{type(self).__name__}: in divisive use v0 must be None or a callable of the node's data."
+            )
+
+    def _index_params(self) -> dict:
+        return {
+            "bandwidth": self.bandwidth,
+            "alphas": tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas),
+            "v0": self.v0,
+            "eta": self.eta,
+            "eps": param(self, "penalty_exponent"),
+            "maxiter": param(self, "max_iter"),
+            "ftol": param(self, "tol"),
+        }
+
+
+class MDHProjection(_ProjectionPursuit):
+    """Successive minimum density directions (PPCI's ``mddr``): each the normal of a minimum density hyperplane
+    (:class:`~lowdens_dask.MDH`) of the data deflated by the directions before it.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+    bandwidth, alphas, eta, penalty_exponent, max_iter, tol, min_size
+        As for :class:`~lowdens_dask.MDH`.
+
+    """
+
+    _method = "mdh"
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        bandwidth: float | str | Callable | None = None,
+        alphas: Sequence[float] | None = None,
+        eta: float = 0.01,
+        penalty_exponent: float = 0.999999,
+        max_iter: int = 50,
+        tol: float = 1e-05,
+        min_size: float = 1,
+        eps="deprecated",  # now penalty_exponent (FutureWarning)
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        ftol="deprecated",  # now tol (FutureWarning)
+    ):
+        self.n_components = n_components
+        self.bandwidth = bandwidth
+        self.alphas = alphas
+        self.eta = eta
+        self.penalty_exponent = penalty_exponent
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_size = min_size
+        self.eps = eps
+        self.maxiter = maxiter
+        self.ftol = ftol
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_mdh_params(self)
+
+    def _index_params(self) -> dict:
+        alphas = tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas)
+        return {
+            "bandwidth": self.bandwidth,
+            "alphas": alphas,
+            "eta": self.eta,
+            "eps": param(self, "penalty_exponent"),
+            "maxiter": param(self, "max_iter"),
+            "ftol": param(self, "tol"),
         }

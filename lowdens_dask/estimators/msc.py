@@ -31,7 +31,7 @@ from ..pursuit.msc import (
 from ..pursuit.significance import SplitTest
 from ..tree import ClusterTree, KernelExpansionRule
 from ._fit import TreeClustering, summary_clause
-from ._params import init_with, is_chunked_input, scale_out
+from ._params import is_chunked_input, random_state_of
 from ._summary_pass import check_enough_rows, check_nonfinite
 from ._validation import (
     check_n_clusters_auto,
@@ -79,7 +79,8 @@ _PARAMETERS_DOC = """
         As for :class:`~lowdens_dask.MDHClustering` (NaN/inf rows of chunked input: "raise", or "skip" to label
         them -1).
     random_state : int or None, default=None
-        Seeds the landmarks, the median heuristic's sample above 2,000 rows and Lanczos' start vectors.
+        Seeds the landmarks, the median heuristic's sample above 2,000 rows and Lanczos' start vectors; None
+        means seed 0, as in every estimator (a fit is reproducible).
 """
 
 _ATTRIBUTES_DOC = """
@@ -159,7 +160,7 @@ class _MSCBase(TreeClustering):
         U, inverse = np.unique(X[positive], axis=0, return_inverse=True)
         c = np.bincount(inverse.ravel(), weights=weights[positive], minlength=U.shape[0])
         target, test = self._target()
-        splitter = RowsSplitter(self, U, c, test, np.random.default_rng(self.random_state))
+        splitter = RowsSplitter(self, U, c, test, np.random.default_rng(random_state_of(self.random_state)))
         tree = ClusterTree(X.shape[1], self._method, {}, root_size=float(weights.sum()))
         with single_threaded_blas():
             return grow(tree, InMemoryData(U, c, reach=reach), splitter, GrowthRules(target, lazy=True, test=test))
@@ -237,10 +238,42 @@ class MSCClustering(_MSCBase):
 """
     )
 
-    __init__ = init_with(
-        {"n_clusters": 8},
-        {"max_clusters": None, "significance_level": 0.01, **MSC_DEFAULTS, **scale_out("refine", "max_node_bytes")},
-    )
+    def __init__(
+        self,
+        n_clusters: int | str | None = 8,
+        *,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
+        weight="alpha3",
+        sigma2=None,
+        metric="gaussian",
+        solver="auto",
+        n_landmarks=500,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
+        self.weight = weight
+        self.sigma2 = sigma2
+        self.metric = metric
+        self.solver = solver
+        self.n_landmarks = n_landmarks
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
 
 class MSC(_MSCBase):
@@ -267,7 +300,36 @@ class MSC(_MSCBase):
 """
     )
 
-    __init__ = init_with({}, {**MSC_DEFAULTS, **scale_out("refine", "max_node_bytes")})
+    def __init__(
+        self,
+        *,
+        weight="alpha3",
+        sigma2=None,
+        metric="gaussian",
+        solver="auto",
+        n_landmarks=500,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.weight = weight
+        self.sigma2 = sigma2
+        self.metric = metric
+        self.solver = solver
+        self.n_landmarks = n_landmarks
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
     def _n_clusters(self) -> int:
         return 2

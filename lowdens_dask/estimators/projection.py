@@ -12,7 +12,7 @@ only r < ``n_components`` directions (rank-r data once centred: rank-1 data, con
 by r directions have no variance left and there is no further direction to find: the fit stops at r with a
 warning that says how many directions were found and why, and ``n_components_`` (the rows of ``components_``,
 the columns of ``transform``) is r, as scikit-learn's PCA reports the ``n_components_`` it kept. r is the
-covariance's numerical rank: its eigenvalues above ``FLAT_ULPS * n_features * eps`` times the largest
+covariance's numerical rank: its eigenvalues above ``FLAT_ULPS * n_features * penalty_exponent`` times the largest
 (:data:`lowdens_dask.pursuit.hyperplanes.FLAT_ULPS`).
 """
 
@@ -27,23 +27,19 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._warnings import warn
 from ..backend import InMemoryData, as_dask_array
 from ..backend.chunked import ChunkedNode
-from ..indices import DEFAULT_ALPHAS
 from ..pursuit import find_hyperplane
 from ..pursuit.hyperplanes import varying_components
-from ._params import MC_INDEX_DEFAULTS, MDH_INDEX_DEFAULTS, NCUT_INDEX_DEFAULTS, init_with, is_chunked_input
+from ._params import is_chunked_input, validate_params
 from ._validation import (
     check_fit_input,
-    check_mdh_params,
     check_positive_int,
-    check_pursuit_params,
-    check_scale,
     single_threaded_blas,
 )
 
 
 def _rank_and_null_space(data, name: str) -> tuple[int, np.ndarray]:
     """The number of directions along which the rows vary (the covariance's numerical rank: eigenvalues above
-    ``FLAT_ULPS * d * eps`` times the largest) and an orthonormal basis of the others, as columns."""
+    ``FLAT_ULPS * d * penalty_exponent`` times the largest) and an orthonormal basis of the others, as columns."""
     vals, vecs = data.leading_eigenvectors(data.n_features)
     if not vals[0] > 0:
         raise ValueError(f"{name}: every row of X is the same point; there is no direction to find.")
@@ -69,11 +65,17 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
 
     Attributes: ``components_`` (n_components_, n_features), orthonormal rows; ``n_components_``, the number
     of directions found: ``n_components``, or fewer (with a warning) when the data deflated by the directions
-    found have no variance left; ``stats_``, the index's statistics of each direction's split;
+    found have no variance left; ``stats_``, the index's statistics of each direction's split; ``n_iter_``, the
+    objective evaluations of every direction (scikit-learn's name in estimators with ``max_iter``);
     ``n_features_in_``.
     """
 
     _method: str
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__doc__:  # every projection's docstring ends with the attributes they share
+            cls.__doc__ = cls.__doc__.rstrip() + "\n" + _ATTRIBUTES_DOC
 
     def _index_params(self) -> dict:
         raise NotImplementedError
@@ -83,7 +85,7 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None, sample_weight=None):
         """Find the directions on X (an array, a Dask array or a zarr store)."""
-        self._check_params()
+        validate_params(self)
         chunked = is_chunked_input(X)
         if chunked:
             if sample_weight is not None:
@@ -101,10 +103,12 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
         rank, null = _rank_and_null_space(first, type(self).__name__)
         stats = []
         stopped = None
+        n_evaluations = 0
         with single_threaded_blas():
             for j in range(min(self.n_components, rank)):
                 data = first if j == 0 else self._deflated(X, V, weights, chunked)
                 hp = find_hyperplane(self._method, data, min_size=self.min_size, **self._index_params())
+                n_evaluations += hp.n_evaluations
                 v = hp.v - null @ (null.T @ hp.v)  # a component along which X does not vary moves no projection
                 for _ in range(2):  # twice: orthonormal to rounding whatever the overlap
                     v -= V.T @ (V @ v)
@@ -130,6 +134,7 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
         self.components_ = V
         self.n_components_ = V.shape[0]
         self.stats_ = stats
+        self.n_iter_ = n_evaluations  # scikit-learn's name, with max_iter: the objective evaluations of every direction
         return self
 
     @staticmethod
@@ -145,95 +150,3 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
             return as_dask_array(X) @ self.components_.T
         X = validate_data(self, X, dtype=np.float64, reset=False, ensure_all_finite=True)
         return X @ self.components_.T
-
-
-class MDHProjection(_ProjectionPursuit):
-    """Successive minimum density directions (PPCI's ``mddr``): each the normal of a minimum density hyperplane
-    (:class:`~lowdens_dask.MDH`) of the data deflated by the directions before it.
-
-    Parameters
-    ----------
-    n_components : int, default=2
-    bandwidth, alphas, eta, eps, maxiter, ftol, min_size
-        As for :class:`~lowdens_dask.MDH`.
-
-    """
-
-    _method = "mdh"
-
-    __init__ = init_with(
-        {"n_components": 2}, {**{k: v for k, v in MDH_INDEX_DEFAULTS.items() if k != "v0"}, "min_size": 1}
-    )
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_mdh_params(self)
-
-    def _index_params(self) -> dict:
-        alphas = tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas)
-        return {
-            "bandwidth": self.bandwidth,
-            "alphas": alphas,
-            "eta": self.eta,
-            "eps": self.eps,
-            "maxiter": self.maxiter,
-            "ftol": self.ftol,
-        }
-
-
-class NCutProjection(_ProjectionPursuit):
-    """Successive minimum normalised cut directions (PPCI's ``ncutdr``), each found by :class:`NCutH` on the data
-    deflated by the directions before it.
-
-    Parameters
-    ----------
-    n_components : int, default=2
-    scale, maxiter, ftol, min_size
-        As for :class:`~lowdens_dask.NCutH`.
-
-    """
-
-    _method = "ncut"
-
-    __init__ = init_with(
-        {"n_components": 2}, {**{k: v for k, v in NCUT_INDEX_DEFAULTS.items() if k != "v0"}, "min_size": 1}
-    )
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_pursuit_params(self, divisive=False)
-        check_scale(self)
-
-    def _index_params(self) -> dict:
-        return {"scale": self.scale, "maxiter": self.maxiter, "ftol": self.ftol}
-
-
-class MCProjection(_ProjectionPursuit):
-    """Successive maximum variance-ratio directions (PPCI's ``mcdr``), each found by :class:`MCH` on the data
-    deflated by the directions before it.
-
-    Parameters
-    ----------
-    n_components : int, default=2
-    maxiter, ftol, min_size, random_state
-        As for :class:`~lowdens_dask.MCH`.
-
-    """
-
-    _method = "mc"
-
-    __init__ = init_with(
-        {"n_components": 2},
-        {**{k: v for k, v in MC_INDEX_DEFAULTS.items() if k != "v0"}, "min_size": 1, "random_state": None},
-    )
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_pursuit_params(self, divisive=False)
-
-    def _index_params(self) -> dict:
-        return {"maxiter": self.maxiter, "ftol": self.ftol, "random_state": self.random_state}
-
-
-for _estimator in (MDHProjection, NCutProjection, MCProjection):
-    _estimator.__doc__ = _estimator.__doc__.rstrip() + "\n" + _ATTRIBUTES_DOC

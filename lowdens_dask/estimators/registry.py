@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from ._constraints import check_scale_out_params
+from ._params import validate_params
 
 
 class Method(NamedTuple):
@@ -24,9 +24,9 @@ class Method(NamedTuple):
 #: on first use); the method names are the projection indices' (``ClusterTree`` nodes record them).
 _DEFINED: dict[str, tuple[str | None, ...]] = {
     "mdh": ("MDHClustering", "MDH", "MDHProjection"),
-    "pddp": ("PDDP", None, None),
-    "depddp": ("DePDDP", None, None),
-    "ipddp": ("IPDDP", None, None),
+    "pddp": ("PDDPClustering", None, None),
+    "depddp": ("DePDDPClustering", None, None),
+    "ipddp": ("IPDDPClustering", None, None),
     "ncut": ("NCutClustering", "NCutH", "NCutProjection"),
     "mc": ("MCClustering", "MCH", "MCProjection"),
     # spectral connectivity: their own pursuit over l-dimensional projections of microclusters
@@ -76,6 +76,4 @@ def get_method(name: str) -> Method:
 def check_params(estimator) -> None:
     """Run the parameter checks that an estimator's ``fit`` runs first, without fitting: a bad value is a
     ``ValueError`` that names the parameter (so a pipeline can refuse it before it starts any work)."""
-    estimator._check_params()
-    if hasattr(estimator, "nonfinite"):  # estimators that also take Dask and zarr input
-        check_scale_out_params(estimator)
+    validate_params(estimator)

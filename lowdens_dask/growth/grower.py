@@ -130,7 +130,7 @@ def grow(
         leaves = {tree.root.id: data}
     else:
         tree.stabilise_labels()
-        tree.update += 1
+        tree.n_updates += 1
         n_before = tree.n_leaves
         old_labels = tree.predict(history.original)
         leaves = {}
@@ -148,7 +148,7 @@ def grow(
     points = {leaf.id: np.flatnonzero(leaf_of == leaf.id) for leaf in tree.leaves()}
     new_weights = np.maximum(data.weights - history.old_weights, 0.0)
     report = {
-        "update": tree.update,
+        "update": tree.n_updates,
         "n_clusters_before": n_before,
         "n_clusters": tree.n_leaves,
         "nodes": [{k: v for k, v in record.items() if v is not None} for record in report_nodes],
@@ -287,7 +287,7 @@ def _revise(tree, node: Node, data, splitter, rules: GrowthRules, history: Histo
         record.update(action="kept", **_p_value(node.stats))
     elif valid:
         node.set_rule(splitter.method, found.rule, found.params, found.stats)
-        node.changed = tree.update
+        node.changed = tree.n_updates
         record.update(action="re-pursued", **_p_value(found.stats))
         current = node.rule.side(X)
     else:  # neither the current rule nor a re-pursued one is a valid (significant) split: merge it back

@@ -214,7 +214,7 @@ class ChunkedGrowth:
         self.settings, self.arr = settings, arr
         self.blocks = arr.to_delayed().ravel()
         self.token = dask.base.tokenize(arr)[:10]
-        self.rng = np.random.default_rng(settings.random_state)
+        self.rng = np.random.default_rng(0 if settings.random_state is None else settings.random_state)  # None: seed 0
         self.passes = 0
 
     def leaves_pass(self, tree: ClusterTree | None):

@@ -202,7 +202,7 @@ class ProjectionIndex:
     def significant_split(cls, p: np.ndarray, w: np.ndarray, params: dict, min_size: float):
         """Where a split goes along a direction whose projection the significance test found multimodal when the
         pursuit's own split there is not valid: ``(b, node statistics)``, or None (the default: nowhere)."""
-        return None
+        return
 
     @classmethod
     def forced_score(cls, stats: dict) -> float:

@@ -362,7 +362,7 @@ def _lloyd_pairs(X, w, mean, total, tss, c0, c1, max_iter):
                 elif pi < thr[a]:
                     new = 0
                 else:
-                    new = old if old >= 0 else 0
+                    new = max(old, 0)
                 if new == old:
                     continue
                 changed += 1

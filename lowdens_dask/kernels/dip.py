@@ -68,8 +68,7 @@ def _deviation(x, knots, m, lo, hi, above):
     for i in range(lo, hi + 1):
         h, j = _hull_at(x, knots, m, j, i)
         d = (i + 1 - h) if above else (h - i - 1)
-        if d > best:
-            best = d
+        best = max(best, d)
     return best
 
 

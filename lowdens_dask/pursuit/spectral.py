@@ -440,7 +440,7 @@ def spectral_split(
         "delta": float(objective_settings(sig, beta)["delta"]),
         "omega": float(omega),
         "n_components": int(l),
-        "n_microclusters": int(len(nb)),
+        "n_microclusters": len(nb),
     }
     if large_margin:
         params.update(large_margin=True, sigma_halvings=int(halvings))

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -77,7 +78,7 @@ class Node:
     forced: bool = False
     #: A leaf's cluster id once the tree's labels are stable (:meth:`ClusterTree.stabilise_labels`), else None.
     label: int | None = None
-    #: The update (:attr:`ClusterTree.update`) at which the node was created, and at which its split last changed.
+    #: The update (:attr:`ClusterTree.n_updates`) at which the node was created, and at which its split last changed.
     created: int = 0
     changed: int = 0
 
@@ -168,7 +169,7 @@ class ClusterTree:
     stable (:meth:`stabilise_labels`, as ``partial_fit`` does): each leaf then carries its cluster id, which
     edits and updates keep. A split leaf's id goes to the child that holds most of its weight and the other
     child gets a new one; a leaf made by merging (:meth:`merge_leaf`, :meth:`prune`) takes the id of its
-    largest leaf; ids are never reused. ``update`` counts the updates applied (``partial_fit``), and each
+    largest leaf; ids are never reused. ``n_updates`` counts the updates applied (``partial_fit``), and each
     node records the update at which it was ``created`` and ``changed`` last.
 
     Parameters
@@ -189,8 +190,27 @@ class ClusterTree:
         self.params = dict(params or {})
         self.nodes: dict[int, Node] = {0: Node(0, None, 0, float(root_size))}
         self._next_id = 1
-        self.update = 0
+        self.n_updates = 0
         self._next_label: int | None = None  # the next cluster id, once the labels are stable
+
+    @property
+    def update(self) -> int:
+        """Deprecated: the old name of :attr:`n_updates` (a count, not an action), for one release."""
+        warnings.warn(
+            "ClusterTree.update was renamed n_updates; update will be removed in the next release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.n_updates
+
+    @update.setter
+    def update(self, value: int) -> None:
+        warnings.warn(
+            "ClusterTree.update was renamed n_updates; update will be removed in the next release.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        self.n_updates = value
 
     # ------------------------------------------------------------------ stable cluster ids
     @property
@@ -288,12 +308,12 @@ class ClusterTree:
             raise ValueError(f"Node {node.id} is already split; prune it first.")
         node.set_rule(method, rule, params, stats)
         node.forced = bool(forced)
-        node.changed = self.update
+        node.changed = self.n_updates
         ids = (self._next_id, self._next_id + 1)
         self._next_id += 2
         for child_id, size in zip(ids, sizes):
-            self.nodes[child_id] = Node(child_id, node.id, node.depth + 1, float(size), created=self.update)
-            self.nodes[child_id].changed = self.update
+            self.nodes[child_id] = Node(child_id, node.id, node.depth + 1, float(size), created=self.n_updates)
+            self.nodes[child_id].changed = self.n_updates
         node.children = ids
         if self.labels_stable:
             keep = int(sizes[1] > sizes[0]) if keep is None else int(keep)
@@ -334,7 +354,7 @@ class ClusterTree:
             child = self.nodes.pop(stack.pop())
             if child.children is not None:
                 stack.extend(child.children)
-        node.children, node.label, node.changed = None, label, self.update
+        node.children, node.label, node.changed = None, label, self.n_updates
         return node
 
     def merge_leaf(self, leaf: int | Node) -> Node:
@@ -351,7 +371,7 @@ class ClusterTree:
         del self.nodes[leaf.id], self.nodes[sibling.id]
         parent.children, parent.rule, parent.method = sibling.children, sibling.rule, sibling.method
         parent.params, parent.stats, parent.forced = sibling.params, sibling.stats, sibling.forced
-        parent.changed = self.update
+        parent.changed = self.n_updates
         for child in sibling.children or ():
             self.nodes[child].parent = parent.id
         stack = list(parent.children or ())
@@ -390,7 +410,7 @@ class ClusterTree:
 
     def changed_nodes(self) -> list[int]:
         """Ids of the nodes created or changed by the latest update (none before the first)."""
-        return [node.id for node in self if self.update and node.changed == self.update]
+        return [node.id for node in self if self.n_updates and node.changed == self.n_updates]
 
     def predict(self, X, *, storage_options: dict | None = None):
         """Cluster labels: route each row down the tree to its leaf.
@@ -433,7 +453,7 @@ class ClusterTree:
             "method": self.method,
             "params": _jsonable(self.params),
             "next_id": self._next_id,
-            **({"update": self.update, "next_label": self._next_label} if self.labels_stable else {}),
+            **({"update": self.n_updates, "next_label": self._next_label} if self.labels_stable else {}),
             "nodes": [node.to_dict() for node in sorted(self.nodes.values(), key=lambda n: n.id)],
         }
 
@@ -453,7 +473,7 @@ class ClusterTree:
             node = Node.from_dict(item, version)
             tree.nodes[node.id] = node
         tree._next_id = payload["next_id"]
-        tree.update = int(payload.get("update", 0))
+        tree.n_updates = int(payload.get("update", 0))
         tree._next_label = payload.get("next_label")
         return tree
 

@@ -9,7 +9,7 @@ from scipy.cluster.hierarchy import dendrogram, is_valid_linkage
 from sklearn.base import clone
 from sklearn.metrics import adjusted_rand_score, homogeneity_score, v_measure_score
 
-from lowdens_dask import PDDP, ClusterTree, DePDDP, MDHClustering
+from lowdens_dask import PDDPClustering, ClusterTree, DePDDPClustering, MDHClustering
 from lowdens_dask.datasets import load_dataset
 from lowdens_dask.growth.hyperplane_splitter import PLACED
 
@@ -57,7 +57,7 @@ def test_tree_sizes_and_min_size(dermatology):
 @pytest.mark.parametrize("index", ["fval", "rdepth", lambda X, hp: -len(X)])
 def test_split_indices(dermatology, index):
     X, y = dermatology
-    model = MDHClustering(n_clusters=4, split_index=index).fit(X)
+    model = MDHClustering(n_clusters=4, leaf_order=index).fit(X)
     assert model.n_clusters_ == 4
     np.testing.assert_array_equal(model.predict(X), model.labels_)
     if callable(index):  # "split the smallest leaf" really does pick the smallest valid leaf
@@ -69,8 +69,8 @@ def test_size_index_lazy_equals_eager_choice(dermatology):
     """The lazy "size" rule (compute a leaf's split only when it is the largest) builds the same tree as
     a callable that forces every leaf to be evaluated first."""
     X, _ = dermatology
-    lazy = MDHClustering(n_clusters=5, split_index="size-only").fit(X)
-    eager = MDHClustering(n_clusters=5, split_index=lambda Xl, hp: float(len(Xl))).fit(X)
+    lazy = MDHClustering(n_clusters=5, leaf_order="size-only").fit(X)
+    eager = MDHClustering(n_clusters=5, leaf_order=lambda Xl, hp: float(len(Xl))).fit(X)
     np.testing.assert_array_equal(lazy.labels_, eager.labels_)
 
 
@@ -94,7 +94,7 @@ def test_too_many_clusters_warns_and_returns_fewer():
 
 def test_pddp_single_split_is_pc1_mean_split():
     X, _ = blobs(seed=3)
-    model = PDDP(n_clusters=2).fit(X)
+    model = PDDPClustering(n_clusters=2).fit(X)
     Xc = X - X.mean(axis=0)
     pc1 = np.linalg.svd(Xc, full_matrices=False)[2][0]
     manual = (Xc @ pc1 >= 0).astype(int)
@@ -105,24 +105,24 @@ def test_pddp_single_split_is_pc1_mean_split():
 def test_depddp_splits_at_density_gap():
     rng = np.random.default_rng(4)
     X = np.vstack([rng.normal(size=(100, 3)) * [3, 1, 1] + [-14, 0, 0], rng.normal(size=(400, 3)) * [3, 1, 1] + [14, 0, 0]])
-    model = DePDDP(n_clusters=2).fit(X)
+    model = DePDDPClustering(n_clusters=2).fit(X)
     np.testing.assert_array_equal(np.bincount(model.labels_), [100, 400])
     root = model.tree_.root
     assert abs(root.b / root.v[0]) < 4.0  # the density minimum lies in the gap, not at the mean (8.4)
-    assert DePDDP(n_clusters=4, force_n_clusters=False).fit(X).n_clusters_ >= 2
+    assert DePDDPClustering(n_clusters=4, force_n_clusters=False).fit(X).n_clusters_ >= 2
 
 
 def test_depddp_unimodal_data_does_not_split():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(3000, 2)) * [2.0, 1.0]
     with pytest.warns(UserWarning, match="Only 1 clusters"):
-        model = DePDDP(n_clusters=2, force_n_clusters=False).fit(X)
+        model = DePDDPClustering(n_clusters=2, force_n_clusters=False).fit(X)
     assert model.n_clusters_ == 1
 
 
 def test_pddp_divisive_and_scatter_index():
     X, y = blobs(k=4, seed=6)
-    model = PDDP(n_clusters=4).fit(X)
+    model = PDDPClustering(n_clusters=4).fit(X)
     assert model.n_clusters_ == 4
     assert v_measure_score(y, model.labels_) > 0.7
     np.testing.assert_array_equal(model.predict(X), model.labels_)
@@ -132,16 +132,16 @@ def test_bad_parameters():
     X, _ = blobs()
     with pytest.raises(ValueError, match="n_clusters"):
         MDHClustering(n_clusters=0).fit(X)
-    with pytest.raises(ValueError, match="split_index"):
-        MDHClustering(split_index="nope").fit(X)
-    with pytest.raises(ValueError, match="split_index"):
-        PDDP(split_index="rdepth").fit(X)
+    with pytest.raises(ValueError, match="leaf_order"):
+        MDHClustering(leaf_order="nope").fit(X)
+    with pytest.raises(ValueError, match="leaf_order"):
+        PDDPClustering(leaf_order="rdepth").fit(X)
 
 
 def test_clone_and_params():
-    model = MDHClustering(n_clusters=3, split_index="fval", min_size=5)
+    model = MDHClustering(n_clusters=3, leaf_order="fval", min_size=5)
     params = clone(model).get_params()
-    assert params["n_clusters"] == 3 and params["split_index"] == "fval" and params["min_size"] == 5
+    assert params["n_clusters"] == 3 and params["leaf_order"] == "fval" and params["min_size"] == 5
 
 
 # ------------------------------------------------------------------------------------------ the tree
@@ -177,7 +177,7 @@ def assert_same_tree(restored, original):
         assert (a.v is None and b.v is None) or np.array_equal(a.v, b.v), node_id
 
 
-@pytest.mark.parametrize("estimator", [DePDDP(n_clusters=4), PDDP(n_clusters=4)], ids=["depddp", "pddp"])
+@pytest.mark.parametrize("estimator", [DePDDPClustering(n_clusters=4), PDDPClustering(n_clusters=4)], ids=["depddp", "pddp"])
 def test_json_round_trip_keeps_every_field(dermatology, estimator):
     X, _ = dermatology
     tree = clone(estimator).fit(X).tree_
@@ -310,10 +310,10 @@ SPLIT_RULES = {"size": lambda n: n.size, "fval": lambda n: -n.fval, "rdepth": la
 @pytest.mark.parametrize(
     "estimator,rule",
     [
-        (MDHClustering(n_clusters=6, split_index="size-only"), "size"),
-        (MDHClustering(n_clusters=6, split_index="fval-only"), "fval"),
-        (MDHClustering(n_clusters=6, split_index="rdepth-only"), "rdepth"),
-        (DePDDP(n_clusters=6, split_index="fval-only"), "fval"),  # dePDDP's own rule: the lowest density minimum
+        (MDHClustering(n_clusters=6, leaf_order="size-only"), "size"),
+        (MDHClustering(n_clusters=6, leaf_order="fval-only"), "fval"),
+        (MDHClustering(n_clusters=6, leaf_order="rdepth-only"), "rdepth"),
+        (DePDDPClustering(n_clusters=6, leaf_order="fval-only"), "fval"),  # dePDDP's own rule: the lowest density minimum
     ],
     ids=["mdh-size", "mdh-fval", "mdh-rdepth", "depddp"],
 )
@@ -336,7 +336,7 @@ def test_the_three_split_indices_disagree_on_dermatology(dermatology):
     of the "fval" tree, the largest leaf, the lowest density minimum and the largest relative depth are
     three different leaves, and the three trees differ."""
     X, _ = dermatology
-    models = {rule: MDHClustering(n_clusters=6, split_index=f"{rule}-only").fit(X) for rule in SPLIT_RULES}
+    models = {rule: MDHClustering(n_clusters=6, leaf_order=f"{rule}-only").fit(X) for rule in SPLIT_RULES}
     _, leaves = list(_splits_in_order(models["fval"].tree_))[-1]
     known = [leaf for leaf in leaves if leaf.v is not None]
     chosen = {rule: max(known, key=key).id for rule, key in SPLIT_RULES.items()}
@@ -348,8 +348,8 @@ def test_the_three_split_indices_disagree_on_dermatology(dermatology):
 def test_fval_index_prefers_the_lowest_density(dermatology):
     """On dermatology the "fval" rule gives a better partition than its reversal would (issue 7: 0.885 vs 0.71)."""
     X, y = dermatology
-    assert v_measure_score(y, MDHClustering(n_clusters=6, split_index="fval-only").fit(X).labels_) > 0.85
-    assert v_measure_score(y, DePDDP(n_clusters=6).fit(X).labels_) > 0.75
+    assert v_measure_score(y, MDHClustering(n_clusters=6, leaf_order="fval-only").fit(X).labels_) > 0.85
+    assert v_measure_score(y, DePDDPClustering(n_clusters=6).fit(X).labels_) > 0.75
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -363,7 +363,7 @@ def test_forced_split_goes_through_the_lowest_density(seed):
     X = np.concatenate([rng.normal(size=5000) - 20, rng.normal(size=4000) + 10, rng.normal(size=150) + 25])[:, None]
     y = np.repeat([0, 1, 2], [5000, 4000, 150])
     with pytest.warns(UserWarning, match="1 of the 2 splits were forced"):
-        model = MDHClustering(n_clusters=3, split_index="size-only").fit(X)  # PPCI's order: no test, no placing
+        model = MDHClustering(n_clusters=3, leaf_order="size-only").fit(X)  # PPCI's order: no test, no placing
     forced = [node for node in model.tree_ if node.forced]
     assert len(forced) == 1 and forced[0].size == 4150
     assert adjusted_rand_score(y, model.labels_) > 0.99

@@ -69,8 +69,8 @@ def test_integer_weights_equal_repeated_rows():
     # different orders of summation, and a pursuit stopped at a relative change of ftol: the direction agrees to
     # about sqrt(ftol), b to |x| times that (tests/tolerances.py); the labels are the same
     radius = np.linalg.norm(X, axis=1).max()
-    np.testing.assert_allclose(weighted.v_, repeated.v_, atol=argmin_atol(weighted.ftol))
-    assert weighted.b_ == pytest.approx(repeated.b_, abs=argmin_atol(weighted.ftol) * radius)
+    np.testing.assert_allclose(weighted.v_, repeated.v_, atol=argmin_atol(weighted.tol))
+    assert weighted.b_ == pytest.approx(repeated.b_, abs=argmin_atol(weighted.tol) * radius)
     np.testing.assert_array_equal(weighted.predict(X), repeated.predict(X))
     # Silverman's rule on the first principal component's variance: weighted sums of squares against sums over
     # repeated rows (n eps each), through the top eigenvalue of a d x d covariance (d such errors at most)
@@ -84,7 +84,7 @@ def test_zero_weights_ignore_rows():
     with_zero = MDH().fit(np.vstack([X, outliers]), sample_weight=w)
     plain = MDH().fit(X)
     # the zero-weight rows add only zeros, but the sums' blocking (and so their rounding) changes with the rows
-    np.testing.assert_allclose(with_zero.v_, plain.v_, atol=argmin_atol(plain.ftol))
+    np.testing.assert_allclose(with_zero.v_, plain.v_, atol=argmin_atol(plain.tol))
 
 
 def test_standardize_reports_hyperplane_in_original_coordinates():
@@ -96,7 +96,7 @@ def test_standardize_reports_hyperplane_in_original_coordinates():
     # z-scored by the frame and by numpy (other roundings), then pursued to ftol: the normals agree to an angle of
     # about sqrt(ftol), so the decision functions correlate to 1 - angle^2 / 2 (tests/tolerances.py)
     corr = np.corrcoef(model.decision_function(X), manual.decision_function(Z))[0, 1]
-    assert abs(corr) > 1 - argmin_atol(model.ftol) ** 2 * X.shape[1]
+    assert abs(corr) > 1 - argmin_atol(model.tol) ** 2 * X.shape[1]
     agree = np.mean(model.labels_ == manual.labels_)
     assert agree == 1.0 or agree == 0.0
     np.testing.assert_array_equal(model.predict(X), model.labels_)
@@ -164,7 +164,7 @@ def test_constant_columns_warn_and_do_not_change_the_split():
     with pytest.warns(UserWarning, match="constant column"):
         model = MDH().fit(Xc)
     # a 5-column eigenproblem against a 4-column one rounds differently, and the pursuit stops at ftol
-    np.testing.assert_allclose(model.v_[:-1], MDH().fit(X).v_, atol=argmin_atol(model.ftol))
+    np.testing.assert_allclose(model.v_[:-1], MDH().fit(X).v_, atol=argmin_atol(model.tol))
     assert abs(model.v_[-1]) < 1e-9  # by construction: the column's scale in the frame is 1e300
 
 
@@ -187,8 +187,8 @@ def test_duplicate_rows_are_fine():
         ({"alphas": [0.5, 0.1]}, "non-decreasing"),
         ({"alphas": [-1]}, "non-negative"),
         ({"eta": 0}, "eta"),
-        ({"eps": 1.5}, "eps"),
-        ({"maxiter": 0}, "maxiter"),
+        ({"penalty_exponent": 1.5}, "penalty_exponent"),
+        ({"max_iter": 0}, "max_iter"),
         ({"bandwidth": -1.0}, "bandwidth"),
         ({"min_size": 0}, "min_size"),
         ({"v0": np.zeros(4)}, "non-zero"),

@@ -225,7 +225,7 @@ def test_update_sequences_keep_their_contracts(name):
                 leaves = set(model.tree_.leaf_labels().values())
                 assert not (leaves - leaves_before) & ids_seen, "an id was reused"
                 ids_seen |= leaves
-                assert model.tree_.update == number and model.summary_.n_updates == number
+                assert model.tree_.n_updates == number and model.summary_.n_updates == number
                 report = model.update_report_
                 assert all(np.isfinite(list(_numbers(report)))), report
                 if report["drift"] is None:  # no old weight left to compare with: said, not made up

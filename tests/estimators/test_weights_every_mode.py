@@ -7,7 +7,7 @@ import pytest
 import zarr
 from sklearn.metrics import adjusted_rand_score
 
-from lowdens_dask import PDDP, MDHClustering
+from lowdens_dask import PDDPClustering, MDHClustering
 from lowdens_dask.datasets import load_dataset
 
 
@@ -48,7 +48,7 @@ def test_summary_mode_weights_as_dask_or_zarr(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cls", [MDHClustering, PDDP])
+@pytest.mark.parametrize("cls", [MDHClustering, PDDPClustering])
 @pytest.mark.parametrize("max_node_bytes", [0, "auto"])  # 0: every node by passes; auto: gathered on a worker
 def test_exact_mode_with_weights_is_the_weighted_fit_in_memory(cls, max_node_bytes):
     X, _ = load_dataset("breastcancer", return_X_y=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from lowdens_dask import DePDDP, MDHClustering, SCPPClustering
+from lowdens_dask import DePDDPClustering, MDHClustering, SCPPClustering
 from lowdens_dask.datasets import load_dataset
 
 
@@ -32,7 +32,7 @@ def test_an_update_after_an_in_memory_fit_continues_the_fitted_tree(pendigits):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "starts a new fit"
         est.partial_fit(X[5000:])
-    assert est.update_report_["update"] == 1 and est.tree_.update == 1
+    assert est.update_report_["update"] == 1 and est.tree_.n_updates == 1
     assert est.update_report_["n_clusters_before"] == 10 and est.n_clusters_ == 10
     assert est.summary_.n_rows == X.shape[0]
     assert adjusted_rand_score(y, est.predict(X)) >= adjusted_rand_score(y, whole.labels_) - 0.05
@@ -61,9 +61,9 @@ def test_an_integer_n_clusters_set_between_updates_is_reached(pendigits):
 
 def test_an_update_grows_the_leaves_a_summary_fit_grows_with_its_split_index(pendigits):
     X, _ = pendigits
-    est = MDHClustering(n_clusters=2, split_index="rdepth", random_state=0).partial_fit(X)
+    est = MDHClustering(n_clusters=2, leaf_order="rdepth", random_state=0).partial_fit(X)
     est.set_params(n_clusters=10).partial_fit(X[:200])
-    fitted = MDHClustering(n_clusters=10, split_index="rdepth", random_state=0, mode="summary").fit(X)
+    fitted = MDHClustering(n_clusters=10, leaf_order="rdepth", random_state=0, mode="summary").fit(X)
     assert est.n_clusters_ == 10
     assert adjusted_rand_score(fitted.labels_, est.predict(X)) >= 0.95
 
@@ -71,11 +71,11 @@ def test_an_update_grows_the_leaves_a_summary_fit_grows_with_its_split_index(pen
 @pytest.mark.parametrize("force", [True, False])
 def test_force_n_clusters_means_the_same_in_an_update(force):
     X = np.random.default_rng(3).normal(size=(3000, 4))  # one Gaussian: dePDDP finds no valid split
-    fitted = DePDDP(n_clusters=3, force_n_clusters=force, mode="summary", random_state=0)
+    fitted = DePDDPClustering(n_clusters=3, force_n_clusters=force, mode="summary", random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted.fit(X)
-        est = DePDDP(n_clusters=2, force_n_clusters=force, random_state=0).partial_fit(X[:1500])
+        est = DePDDPClustering(n_clusters=2, force_n_clusters=force, random_state=0).partial_fit(X[:1500])
         est.set_params(n_clusters=3).partial_fit(X[1500:])
     assert est.n_clusters_ == fitted.n_clusters_ == (3 if force else 1)
     assert sum(node.forced for node in est.tree_) == (2 if force else 0)

@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from lowdens_dask import MDH, DePDDP, MDHClustering
+from lowdens_dask import MDH, DePDDPClustering, MDHClustering
 from lowdens_dask.backend.chunked import ChunkedNode
 from lowdens_dask.indices import density_passes
 from lowdens_dask.indices.density import relative_depth_from_logs
@@ -50,7 +50,7 @@ def test_relative_depth_saturates_instead_of_overflowing():
     X = np.random.default_rng(1).normal(size=(50, 2))
     w = np.ones(50)
     w[0] = 1e6
-    assert DePDDP(n_clusters=4).fit(X, sample_weight=w).n_clusters_ == 4
+    assert DePDDPClustering(n_clusters=4).fit(X, sample_weight=w).n_clusters_ == 4
     w[0] = 1e9
     model = MDHClustering(n_clusters=4).fit(X, sample_weight=w)
     assert model.n_clusters_ == len(np.unique(model.labels_))
@@ -93,7 +93,7 @@ def test_very_large_weights_are_refused_not_overflowed(standardize):
     X[15:] += 5
     w = np.ones(30)
     w[:3] = 1e200
-    for model in (MDHClustering(n_clusters=3, standardize=standardize), DePDDP(n_clusters=3, standardize=standardize)):
+    for model in (MDHClustering(n_clusters=3, standardize=standardize), DePDDPClustering(n_clusters=3, standardize=standardize)):
         with pytest.raises(ValueError, match="total sample_weight is 3e\\+200"):
             model.fit(X, sample_weight=w)
     w[:3] = 1e29
@@ -105,10 +105,10 @@ def test_identical_rows_and_tiny_total_weight():
     """Found by the property tests: IPDDP ranked a leaf of identical rows by a gap it does not have
     (KeyError); a one-split estimator whose weights cannot leave min_size on each side failed with an
     AttributeError instead of saying so."""
-    from lowdens_dask import IPDDP
+    from lowdens_dask import IPDDPClustering
 
     X = np.array([[7.2861531], [6.75063056], [6.75063056], [6.75063056]])
-    model = IPDDP(n_clusters=3).fit(X)
+    model = IPDDPClustering(n_clusters=3).fit(X)
     assert model.n_clusters_ == len(np.unique(model.labels_)) == 2
     w = np.array([1e-7, 2e-12, 3e-11, 1e-4, 6e-5, 2e-5, 4e-8, 0.93, 0.59, 2e-4]) * 1.2
     with pytest.raises(ValueError, match="total weight, 1.82446, is below 2 \\* min_size"):
@@ -120,10 +120,10 @@ def test_a_row_at_the_split_point_stays_on_its_side_in_the_original_coordinates(
     dominates; routing in the original coordinates rounded that row to the other side, so a leaf held no
     rows (n_clusters_ 2, one distinct label). b now sits in the middle of the gap when a row is within
     rounding of it."""
-    from lowdens_dask import PDDP
+    from lowdens_dask import PDDPClustering
 
     X = np.array([[-0.013, 0.083, 1.203], [0.006, 0.056, -3.772]])
-    model = PDDP(n_clusters=2, standardize=True).fit(X, sample_weight=np.array([1.0, 2.00376421e17]))
+    model = PDDPClustering(n_clusters=2, standardize=True).fit(X, sample_weight=np.array([1.0, 2.00376421e17]))
     assert model.n_clusters_ == len(np.unique(model.labels_)) == 2
 
 

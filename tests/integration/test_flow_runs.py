@@ -199,7 +199,7 @@ def test_an_update_run_keeps_the_ids_and_names_its_parent(cluster, nights):
     labels = second.labels.compute()
     np.testing.assert_array_equal(second.predict(X2), labels)
     assert clusters_of(labels, y2) == clusters_of(first.labels.compute(), y1)
-    assert second.tree.update == 1 and second.summary.n_rows == 80_000
+    assert second.tree.n_updates == 1 and second.summary.n_rows == 80_000
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from distributed import Client, LocalCluster
 from sklearn.metrics import adjusted_rand_score
 from tolerances import argmin_atol
 
-from lowdens_dask import PDDP, MDHClustering
+from lowdens_dask import PDDPClustering, MDHClustering
 from lowdens_dask.backend import as_dask_array
 from lowdens_dask.datasets import load_dataset
 from lowdens_dask.growth import hyperplane_splitter as hyperplanes
@@ -95,7 +95,7 @@ def test_nonfinite_rows_raise_or_are_set_aside(client):
 def test_dask_array_without_a_cluster_uses_local_threads():
     X, y = mixture(n=8_000, seed=1)
     with dask.config.set(scheduler="threads"):
-        model = PDDP(n_clusters=4, random_state=0).fit(da.from_array(X, chunks=(1000, 6)))
+        model = PDDPClustering(n_clusters=4, random_state=0).fit(da.from_array(X, chunks=(1000, 6)))
         labels = model.labels_
         assert isinstance(labels, da.Array) and labels.chunks[0] == (1000,) * 8
         assert adjusted_rand_score(y, labels.compute()) > 0.9
@@ -108,7 +108,7 @@ def test_summary_mode_is_reproducible_given_random_state():
     assert [(n.id, n.size) for n in a.tree_] == [(n.id, n.size) for n in b.tree_]
     for na, nb in zip(a.tree_, b.tree_):  # equal up to BLAS rounding, which may differ between processes
         if not na.is_leaf:  # and the pursuit stops at ftol: directions agree to sqrt(ftol) (tests/tolerances.py)
-            np.testing.assert_allclose(na.v, nb.v, atol=argmin_atol(a.ftol))
+            np.testing.assert_allclose(na.v, nb.v, atol=argmin_atol(a.tol))
     np.testing.assert_array_equal(a.labels_, b.labels_)
 
 
@@ -129,9 +129,9 @@ def test_summary_agrees_with_exact_mode(name, k, refine, min_ari):
     ranks leaves by their tests, whose p-values a summary's sample and the rows give apart near the level (satellite:
     the rows' fit rose from 0.559 to 0.669 ARI against the classes, the summary's stayed at 0.560)."""
     X, y = load_dataset(name)
-    exact = MDHClustering(n_clusters=k, split_index="size-only").fit(X)
+    exact = MDHClustering(n_clusters=k, leaf_order="size-only").fit(X)
     summary = MDHClustering(
-        n_clusters=k, mode="summary", rows_per_microcluster=20, random_state=0, refine=refine, split_index="size-only"
+        n_clusters=k, mode="summary", rows_per_microcluster=20, random_state=0, refine=refine, leaf_order="size-only"
     )
     summary.fit(X)
     assert summary.n_microclusters_ <= len(X) / 20 + 1
@@ -286,7 +286,7 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)  # every split in tasks, as for large summaries
     X, _ = mixture(n=20_000, k=6, seed=4)
     # the lazy order of "size-only" (a ranking test finds every leaf's split)
-    model = MDHClustering(n_clusters=6, mode="summary", random_state=0, split_index="size-only")
+    model = MDHClustering(n_clusters=6, mode="summary", random_state=0, leaf_order="size-only")
     with dask.config.set(scheduler="threads"), caplog.at_level(logging.INFO, logger="lowdens_dask.growth.hyperplane_splitter"):
         model.fit(X)
     computed = len([r for r in caplog.records if r.getMessage().startswith("node ")])
@@ -303,8 +303,8 @@ def test_parallel_growth_equals_serial_growth(monkeypatch, caplog, slots):
     radius = float(np.linalg.norm(X, axis=1).max())
     for a, b in zip(parallel, serial):
         if not a.is_leaf:  # pursuits stopped at ftol, in other orders of summation (tests/tolerances.py)
-            np.testing.assert_allclose(a.v, b.v, atol=argmin_atol(model.ftol))
-            assert a.b == pytest.approx(b.b, abs=argmin_atol(model.ftol) * radius)
+            np.testing.assert_allclose(a.v, b.v, atol=argmin_atol(model.tol))
+            assert a.b == pytest.approx(b.b, abs=argmin_atol(model.tol) * radius)
     np.testing.assert_array_equal(parallel.predict(X), serial.predict(X))
 
 
@@ -320,7 +320,7 @@ def test_auto_mode_switches_to_summary_above_the_documented_size(monkeypatch):
 def test_standardize_and_baselines_in_summary_mode():
     """standardize=True scales the summary (means and spreads) and reports hyperplanes in the original
     coordinates; PDDP and DePDDP run in summary mode too."""
-    from lowdens_dask import DePDDP
+    from lowdens_dask import DePDDPClustering
 
     X, y = mixture(n=12_000, k=4, seed=6)
     X = X * np.array([100, 1, 0.01, 5, 1, 20], dtype=np.float32)
@@ -330,7 +330,7 @@ def test_standardize_and_baselines_in_summary_mode():
         labels = model.labels_.compute()
         assert adjusted_rand_score(y, labels) > 0.95
         np.testing.assert_array_equal(model.tree_.predict(X.astype(np.float64)), labels)
-        for est in (PDDP(n_clusters=4, random_state=0, mode="summary"), DePDDP(n_clusters=4, random_state=0, mode="summary")):
+        for est in (PDDPClustering(n_clusters=4, random_state=0, mode="summary"), DePDDPClustering(n_clusters=4, random_state=0, mode="summary")):
             lab = est.fit(dX).labels_.compute()
             assert est.n_microclusters_ <= 12_000 / 20 and len(np.unique(lab)) == est.n_clusters_
 

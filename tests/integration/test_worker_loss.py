@@ -13,7 +13,7 @@ import pytest
 import zarr
 from distributed import Client, LocalCluster
 
-from lowdens_dask import DePDDP, MDHClustering
+from lowdens_dask import DePDDPClustering, MDHClustering
 from lowdens_dask.growth import hyperplane_splitter as hyperplanes
 from lowdens_dask.testing import kill_worker_at
 
@@ -103,7 +103,7 @@ def fit_summary(store, labels_path):
 
 
 def fit_exact(X, max_node_bytes):
-    return DePDDP(n_clusters=3, mode="exact", max_node_bytes=max_node_bytes).fit(X).labels_.compute()
+    return DePDDPClustering(n_clusters=3, mode="exact", max_node_bytes=max_node_bytes).fit(X).labels_.compute()
 
 
 def run(cluster, fit, pattern, occurrence):

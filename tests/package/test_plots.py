@@ -21,10 +21,10 @@ from tolerances import assert_within, rows_atol, sum_rtol
 
 import lowdens_dask
 from lowdens_dask import (
-    IPDDP,
-    PDDP,
+    IPDDPClustering,
+    PDDPClustering,
     ClusterTree,
-    DePDDP,
+    DePDDPClustering,
     MCClustering,
     MDHClustering,
     MSCClustering,
@@ -47,9 +47,9 @@ ESTIMATORS = {
     "mdh": MDHClustering,
     "ncut": NCutClustering,
     "mc": MCClustering,
-    "depddp": DePDDP,
-    "pddp": PDDP,
-    "ipddp": IPDDP,
+    "depddp": DePDDPClustering,
+    "pddp": PDDPClustering,
+    "ipddp": IPDDPClustering,
 }
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
 
-from lowdens_dask import DePDDP, MCClustering, MDHClustering, NCutClustering
+from lowdens_dask import DePDDPClustering, MCClustering, MDHClustering, NCutClustering
 from lowdens_dask.backend import InMemoryData
 from lowdens_dask.backend.memory import RECORD_RESOLUTION, far_rows, merge_records, robust_scale
 from lowdens_dask.pursuit.significance import effective_size, records
@@ -135,7 +135,7 @@ def test_outliers_leave_the_other_rows_clusters():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cls", [MDHClustering, DePDDP])
+@pytest.mark.parametrize("cls", [MDHClustering, DePDDPClustering])
 def test_told_the_k_auto_finds_gives_autos_clusters_with_a_small_group(cls):
     """fuzz5 repro_4: three Gaussians and a 0.4% group (below min_cluster_size) beside the largest."""
     rng = np.random.default_rng(0)

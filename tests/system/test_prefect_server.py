@@ -324,7 +324,7 @@ def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
     second, first = RunsStore(store).runs()  # newest first
     assert first.parent is None and second.parent == first.run_id
     assert first.attrs["series"] == second.attrs["series"] == "nightly"
-    assert second.tree.update == 1 and second.attrs["metrics"]["update"]["n_rows"] == 6_000
+    assert second.tree.n_updates == 1 and second.attrs["metrics"]["update"]["n_rows"] == 6_000
     assert second.attrs["params"] == first.attrs["params"] and second.summary.n_rows == 12_000
     labels = second.labels.compute()
     assert adjusted_rand_score(y2, labels) > 0.99

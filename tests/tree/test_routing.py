@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from lowdens_dask import MDH, PDDP, ClusterTree, DePDDP, MDHClustering
+from lowdens_dask import MDH, PDDPClustering, ClusterTree, DePDDPClustering, MDHClustering
 from lowdens_dask.backend.chunked import ChunkedNode
 from lowdens_dask.pursuit import Hyperplane
 
@@ -39,7 +39,7 @@ def test_hand_built_tree_routes_ties_to_child_1():
 
 @pytest.mark.parametrize(
     "estimator",
-    [MDHClustering(n_clusters=3), PDDP(n_clusters=3), DePDDP(n_clusters=3)],
+    [MDHClustering(n_clusters=3), PDDPClustering(n_clusters=3), DePDDPClustering(n_clusters=3)],
     ids=["mdh", "pddp", "depddp"],
 )
 def test_fitted_trees_route_ties_to_child_1(estimator):

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable, Sequence
 
 import dask.array as da
 import numpy as np
@@ -16,15 +17,13 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ..backend import ChunkedData, InMemoryData, as_dask_array
 from ..backend.frame import Frame, standardisation
 from ..pursuit.semi_supervised import semi_supervised_hyperplane
-from ._constraints import check_scale_out_params
 from ._params import (
     AUTO_SUMMARY_ROWS,
-    MDH_INDEX_DEFAULTS,
     fit_mode,
-    init_with,
     is_chunked_input,
-    scale_out,
+    param,
     seed_of,
+    validate_params,
 )
 from ._summary_pass import summarise
 from ._validation import check_fit_input, check_mdh_params, single_threaded_blas
@@ -76,11 +75,11 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         The alpha schedule; None means (0.01, 0.1, ..., 0.9).
     gammas : sequence of float, default=None
         The label weights: the first while alpha rises, the others at the last alpha; None means (0.1, 1, 10).
-    eta, eps : float
+    eta, penalty_exponent : float
         Penalty accuracy and smoothness (eqs. 10 and 16).
-    maxiter : int, default=50
+    max_iter : int, default=50
         L-BFGS iterations per stage.
-    ftol : float, default=1e-5
+    tol : float, default=1e-5
         A stage ends when one iteration lowers the index by at most this relative amount.
     svm_C : float, default=1.0
         C of the linear SVM whose normal is one of the starts (not stated in the paper), in [1e-12, 1e12]: the
@@ -102,7 +101,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         as -1 with ``nonfinite="skip"``.
     random_state : int or None, default=None
         Seeds the summaries (summary mode) and the SVM start's coordinate descent: a fixed value gives the same
-        ``coef_`` and ``transduction_`` fit after fit.
+        ``coef_`` and ``transduction_`` fit after fit; None means seed 0, as in every estimator.
 
     Attributes
     ----------
@@ -126,17 +125,48 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     _exact_on_chunks = False  # chunked input is fitted in summary mode (mode='exact' refuses it)
     _weights_in_summary = False  # summary mode refuses sample_weight: weighted in-memory rows stay in memory
 
-    __init__ = init_with(
-        {},
-        {
-            **{key: value for key, value in MDH_INDEX_DEFAULTS.items() if key != "v0"},
-            "gammas": None,
-            "svm_C": 1.0,
-            "starts": "best",
-            "standardize": False,
-            **scale_out("refine", "labels_store", "max_node_bytes"),
-        },
-    )
+    def __init__(
+        self,
+        *,
+        bandwidth: float | str | Callable | None = None,
+        alphas: Sequence[float] | None = None,
+        eta: float = 0.01,
+        penalty_exponent: float = 0.999999,
+        max_iter: int = 50,
+        tol: float = 1e-05,
+        gammas=None,
+        svm_C=1.0,
+        starts="best",
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        eps="deprecated",  # now penalty_exponent (FutureWarning)
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        ftol="deprecated",  # now tol (FutureWarning)
+    ):
+        self.bandwidth = bandwidth
+        self.alphas = alphas
+        self.eta = eta
+        self.penalty_exponent = penalty_exponent
+        self.max_iter = max_iter
+        self.tol = tol
+        self.gammas = gammas
+        self.svm_C = svm_C
+        self.starts = starts
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.eps = eps
+        self.maxiter = maxiter
+        self.ftol = ftol
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
@@ -162,7 +192,6 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{name}: starts must be 'best' or 'all'; got {self.starts!r}.")
         if not isinstance(self.standardize, (bool, np.bool_)):
             raise ValueError(f"{name}: standardize must be True or False; got {self.standardize!r}.")
-        check_scale_out_params(self)
 
     def _check_labels(self, y, n_rows: int) -> np.ndarray:
         """Class codes of y (index into ``classes_``, set here) with -1 for the unlabelled rows."""
@@ -201,7 +230,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
 
         X may be an array, a Dask array or a zarr store (summary mode); y an array or a Dask array.
         """
-        self._check_params()
+        validate_params(self)
         if self.mode == "exact" and is_chunked_input(X):
             raise ValueError(
                 f"{type(self).__name__}: mode='exact' is not available for Dask or zarr input; use mode='auto'."
@@ -265,7 +294,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
                 labels = np.where(codes < 0, 0.0, np.where(codes == target, 1.0, -1.0)) * label_weights
                 hp = semi_supervised_hyperplane(
                     data, labels, bandwidth=self.bandwidth, alphas=self.alphas, gammas=self.gammas, eta=self.eta,
-                    eps=self.eps, maxiter=self.maxiter, ftol=self.ftol, svm_C=self.svm_C, starts=self.starts,
+                    eps=param(self, "penalty_exponent"), maxiter=param(self, "max_iter"), ftol=param(self, "tol"), svm_C=self.svm_C, starts=self.starts,
                     random_state=int(seeds.randint(2**31 - 1)),
                 )  # fmt: skip
                 v, b = hp.v, hp.b
@@ -280,6 +309,7 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
                 self.bandwidth_ = hp.params["bandwidth"]
         self.coef_ = np.array(coef)
         self.intercept_ = np.array(intercept)
+        self.n_iter_ = self.n_evaluations_  # scikit-learn's name for it in estimators with max_iter
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X):

@@ -6,13 +6,18 @@ and ``mcdc`` (Hofmeyr & Pavlidis, "Maximum clusterability divisive clustering", 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+import numpy as np
 from scipy.stats import ncf
 
-from ._params import DIVISIVE_DEFAULTS, MC_INDEX_DEFAULTS, init_with, scale_out
-from ._validation import check_pursuit_params
+from ._params import param
+from ._validation import (
+    check_pursuit_params,
+)
 from .divisive import _DivisiveClustering, _size
 from .hyperplane import HyperplaneEstimator
+from .projection import _ProjectionPursuit
 
 #: Below this many rows at the root, MCClustering's "Fdist" split index uses the F distribution; above, size
 #: (PPCI's ``mcdc``: the degrees of freedom are unreliable for large n).
@@ -32,8 +37,8 @@ class MCH(HyperplaneEstimator):
     v0 : None, array of shape (n_features,) or (n_features, k), or callable, default=None
         Initial directions; None means the 2-means direction (seeded by ``random_state``). The largest
         variance ratio is kept.
-    maxiter : int, default=50
-    ftol : float, default=1e-8
+    max_iter : int, default=50
+    tol : float, default=1e-8
         Stop when an iteration raises the variance ratio by at most this much (PPCI's default).
     min_size : float, default=1
     random_state : int or None, default=None
@@ -57,13 +62,53 @@ class MCH(HyperplaneEstimator):
 
     _method = "mc"
 
-    __init__ = init_with({}, {**MC_INDEX_DEFAULTS, "min_size": 1, "standardize": False, **scale_out()})
+    def __init__(
+        self,
+        *,
+        v0: np.ndarray | Callable | None = None,
+        max_iter: int = 50,
+        tol: float = 1e-08,
+        min_size: float = 1,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        ftol="deprecated",  # now tol (FutureWarning)
+    ):
+        self.v0 = v0
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_size = min_size
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
+        self.maxiter = maxiter
+        self.ftol = ftol
 
     def _check_params(self) -> None:
         check_pursuit_params(self, divisive=False)
 
     def _index_params(self) -> dict:
-        return {"v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol, "random_state": self.random_state}
+        return {
+            "v0": self.v0,
+            "maxiter": param(self, "max_iter"),
+            "ftol": param(self, "tol"),
+            "random_state": self.random_state,
+        }
 
 
 def _largest_ratio(node, data, hp) -> float:
@@ -91,14 +136,14 @@ class MCClustering(_DivisiveClustering):
     Parameters
     ----------
     n_clusters : int, None or "auto", default=8
-    split_index : {"Fdist", "fval", "size"}, their "-only" forms, or callable, default="Fdist"
+    leaf_order : {"Fdist", "fval", "size"}, their "-only" forms, or callable, default="Fdist"
         "Fdist" (PPCI's default): below 2,000 rows the leaf whose variance ratio is least likely under the
         non-central F distribution of one cluster (:func:`f_distribution_index`), else the largest leaf;
         "fval" the largest variance ratio; "size" the largest leaf. Significant splits first, as for
         :class:`~lowdens_dask.MDHClustering` (PPCI's ``mcdc`` order is "Fdist-only").
     min_size, min_cluster_size, force_n_clusters, max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
-    v0, maxiter, ftol, random_state, standardize
+    v0, max_iter, tol, random_state, standardize
         As for :class:`MCH`, applied at every node (``v0`` None or a callable of the node's rows).
     mode, rows_per_microcluster, max_microclusters, refine, nonfinite, storage_options, labels_store
         As for :class:`~lowdens_dask.MDHClustering`.
@@ -111,10 +156,58 @@ class MCClustering(_DivisiveClustering):
 
     _method = "mc"
 
-    __init__ = init_with(
-        {"n_clusters": 8},
-        {"split_index": "Fdist", **DIVISIVE_DEFAULTS, **MC_INDEX_DEFAULTS, "standardize": False, **scale_out()},
-    )
+    def __init__(
+        self,
+        n_clusters: int | str | None = 8,
+        *,
+        leaf_order: str | Callable = "Fdist",
+        min_size: float = 1,
+        min_cluster_size: float = 0.005,
+        force_n_clusters: bool = True,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
+        decay: float | None = None,
+        v0: np.ndarray | Callable | None = None,
+        max_iter: int = 50,
+        tol: float = 1e-08,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        refine: int = 0,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+        max_node_bytes: float | str = "auto",
+        split_index="deprecated",  # now leaf_order (FutureWarning)
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        ftol="deprecated",  # now tol (FutureWarning)
+    ):
+        self.n_clusters = n_clusters
+        self.leaf_order = leaf_order
+        self.min_size = min_size
+        self.min_cluster_size = min_cluster_size
+        self.force_n_clusters = force_n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
+        self.decay = decay
+        self.v0 = v0
+        self.max_iter = max_iter
+        self.tol = tol
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.refine = refine
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+        self.max_node_bytes = max_node_bytes
+        self.split_index = split_index
+        self.maxiter = maxiter
+        self.ftol = ftol
 
     @property
     def _split_indices(self) -> dict:
@@ -134,4 +227,50 @@ class MCClustering(_DivisiveClustering):
         check_pursuit_params(self, divisive=True)
 
     def _index_params(self) -> dict:
-        return {"v0": self.v0, "maxiter": self.maxiter, "ftol": self.ftol, "random_state": self.random_state}
+        return {
+            "v0": self.v0,
+            "maxiter": param(self, "max_iter"),
+            "ftol": param(self, "tol"),
+            "random_state": self.random_state,
+        }
+
+
+class MCProjection(_ProjectionPursuit):
+    """Successive maximum variance-ratio directions (PPCI's ``mcdr``), each found by :class:`MCH` on the data
+    deflated by the directions before it.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+    max_iter, tol, min_size, random_state
+        As for :class:`~lowdens_dask.MCH`.
+
+    """
+
+    _method = "mc"
+
+    def __init__(
+        self,
+        n_components: int = 2,
+        *,
+        max_iter: int = 50,
+        tol: float = 1e-08,
+        min_size: float = 1,
+        random_state: int | None = None,
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        ftol="deprecated",  # now tol (FutureWarning)
+    ):
+        self.n_components = n_components
+        self.max_iter = max_iter
+        self.tol = tol
+        self.min_size = min_size
+        self.random_state = random_state
+        self.maxiter = maxiter
+        self.ftol = ftol
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_pursuit_params(self, divisive=False)
+
+    def _index_params(self) -> dict:
+        return {"maxiter": param(self, "max_iter"), "ftol": param(self, "tol"), "random_state": self.random_state}

@@ -10,6 +10,7 @@ Hofmeyr, Pavlidis & Eckley, "Minimum spectral connectivity projection pursuit", 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
 from ._fit import summary_clause
-from ._params import DEPRECATED, init_with, renamed, scale_out
+from ._params import param, random_state_of
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
 from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
 from .divisive import ALONE, _DivisiveClustering, growth_target, index_name
@@ -34,38 +35,15 @@ from .divisive import ALONE, _DivisiveClustering, growth_target, index_name
 #: overflowed).
 SCALE_MULTIPLIER_RANGE = (1e-100, 1e100)
 
-#: Parameters handed to :func:`lowdens_dask.pursuit.spectral.spectral_split` as they are.
-_SPLIT_PARAMS = ("n_components", "laplacian", "scheme", "omega", "similarity", "scale_multiplier", "betas", "maxiter")
-#: The per-node centres of a spectral split: the estimator's parameter -> (the pursuit's keyword, the old name, which
-#: works for one release with a FutureWarning).
-_CENTRE_PARAMS = {
-    "n_centres": ("n_microclusters", "n_microclusters"),
-    "centres_above": ("microclusters_above", "microclusters_above"),
-    "centre_init": ("microcluster_init", "microcluster_init"),
+#: The pursuit's keywords (:func:`lowdens_dask.pursuit.spectral.spectral_split`) -> the estimator's parameters.
+_SPLIT_PARAMS = {
+    **{name: name for name in ("n_components", "laplacian", "scheme", "omega", "similarity", "scale_multiplier")},
+    "betas": "betas",
+    "maxiter": "max_iter",
+    "n_microclusters": "n_centres",
+    "microclusters_above": "centres_above",
+    "microcluster_init": "centre_init",
 }
-#: The spectral parameters and their defaults (LMSC: n_components 1, scheme "paper", no laplacian).
-SPECTRAL_DEFAULTS = {
-    "n_components": 2,
-    "laplacian": "normalized",
-    "scheme": "package",
-    "omega": 1.0,
-    "similarity": None,
-    "scale_multiplier": 1.0,
-    "betas": None,
-    "n_centres": 200,
-    "centres_above": None,
-    "centre_init": "farthest",
-    "min_side": None,
-    "maxiter": 100,
-    "standardize": False,
-    **{old: DEPRECATED for _, old in _CENTRE_PARAMS.values()},
-}
-LMSC_DEFAULTS = {
-    **{key: value for key, value in SPECTRAL_DEFAULTS.items() if key != "laplacian"},
-    "n_components": 1,
-    "scheme": "paper",
-}
-_DIVISIVE_SPECTRAL = {"split_index": "size", "max_clusters": None, "significance_level": 0.01, "decay": None}
 
 _PARAMETERS_DOC = """
     n_components : int, default={n_components}
@@ -102,7 +80,7 @@ _PARAMETERS_DOC = """
         ``random_state`` (the paper's runs differ by their centres). Formerly ``microcluster_init``.
     min_side : float or None, default=None
         Least weight on the smaller side for a β to be accepted; None is the scheme's rule.
-    maxiter : int, default=100
+    max_iter : int, default=100
         BFGS iterations per minimisation (R's ``optim`` default), and at most as many non-smooth steps (spec §6)
         while λ₂ is not simple.
     standardize : bool, default=False
@@ -120,7 +98,8 @@ _PARAMETERS_DOC = """
     rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int or None, default=None
-        Seeds the k-means++ centres, the 2-means of the bi-partition and the summaries.
+        Seeds the k-means++ centres, the 2-means of the bi-partition and the summaries; None means seed 0, as in
+        every estimator (a fit is reproducible).
 """
 
 _ATTRIBUTES_DOC = """
@@ -151,7 +130,7 @@ _DIVISIVE_PARAMETERS_DOC = """    n_clusters : int or "auto", default=8
         ``max_clusters`` clusters (:data:`AUTO_BALANCE_CLUSTERS` without a cap).
     max_clusters, significance_level, decay
         As for :class:`~lowdens_dask.MDHClustering`.
-    split_index : {"size", "fval", "size-only", "fval-only"}, default="size"
+    leaf_order : {"size", "fval", "size-only", "fval-only"}, default="size"
         Which leaf to split next: the largest (the paper's §10 and the R package), or the one whose split has
         the lowest λ₂ ("fval"). With an integer ``n_clusters``, leaves whose split is significant go first, as for
         :class:`~lowdens_dask.MDHClustering` (every leaf's split is then computed, about twice the work); the
@@ -173,7 +152,7 @@ class _SpectralClustering(_DivisiveClustering):
         return self.n_clusters
 
     def _split_index(self) -> str:
-        return getattr(self, "split_index", "size")
+        return param(self, "leaf_order") if hasattr(self, "leaf_order") else "size"
 
     def _check_params(self) -> None:
         name = type(self).__name__
@@ -182,17 +161,17 @@ class _SpectralClustering(_DivisiveClustering):
         else:
             check_positive_int(self._n_clusters(), f"{name}: n_clusters")
         check_positive_int(self.n_components, f"{name}: n_components")
-        centres = self._centre_params()
+        centres = self._split_params()
         n_centres = centres["n_microclusters"]
         if not (isinstance(n_centres, numbers.Integral) and not isinstance(n_centres, bool)) or n_centres < 2:
             raise ValueError(
                 f"{name}: n_centres must be an integer >= 2 (λ₂ of the Laplacian, and a bi-partition, need at "
                 f"least two points); got {n_centres!r}."
             )
-        check_positive_int(self.maxiter, f"{name}: maxiter")
+        check_positive_int(param(self, "max_iter"), f"{name}: maxiter")
         if index_name(self._split_index()) not in ("size", "fval"):
             raise ValueError(
-                f"{name}: split_index must be 'size', 'fval', 'size{ALONE}' or 'fval{ALONE}'; got {self._split_index()!r}."
+                f"{name}: leaf_order must be 'size', 'fval', 'size{ALONE}' or 'fval{ALONE}'; got {self._split_index()!r}."
             )
         if self.laplacian not in LAPLACIANS:
             raise ValueError(f"{name}: laplacian must be one of {LAPLACIANS}; got {self.laplacian!r}.")
@@ -222,12 +201,8 @@ class _SpectralClustering(_DivisiveClustering):
         if self.min_side is not None and not (isinstance(self.min_side, numbers.Real) and self.min_side >= 0):
             raise ValueError(f"{name}: min_side must be None or a non-negative number; got {self.min_side!r}.")
 
-    def _centre_params(self) -> dict:
-        """The per-node centres' parameters under the pursuit's names (the old names, if given, with a warning)."""
-        return {keyword: renamed(self, old, new) for new, (keyword, old) in _CENTRE_PARAMS.items()}
-
     def _split_params(self) -> dict:
-        params = {**{key: getattr(self, key) for key in _SPLIT_PARAMS}, **self._centre_params()}
+        params = {keyword: param(self, name) for keyword, name in _SPLIT_PARAMS.items()}
         if params["betas"] is not None:
             params["betas"] = tuple(float(b) for b in params["betas"])
         return {**params, "large_margin": self._large_margin}
@@ -258,15 +233,15 @@ class _SpectralClustering(_DivisiveClustering):
         if data.chunked:
             return SpectralSplitter(
                 self._method, self._split_params(), self._min_side(data.total_weight), frame, test,
-                random_state=self.random_state, rows_per_microcluster=self.rows_per_microcluster,
+                random_state=random_state_of(self.random_state), rows_per_microcluster=self.rows_per_microcluster,
                 max_per_chunk=MAX_MICROCLUSTERS_PER_CHUNK,
             )  # fmt: skip
         if original is not None:  # an update: the spread of the merged summary, and seeds of this update
             spread = data.within_variance
-            random_state = [_seed(self.random_state), self.tree_.update + 1]
+            random_state = [_seed(self.random_state), self.tree_.n_updates + 1]
         else:
             original = data.X if frame.mean is None else data.X * frame.scale + frame.mean
-            random_state = self.random_state
+            random_state = random_state_of(self.random_state)
         return SpectralSplitter(
             self._method, self._split_params(), self._min_side(data.total_weight), frame, test, original=original,
             spread=spread, random_state=random_state,
@@ -367,9 +342,70 @@ class SCPPClustering(_SpectralClustering):
 
     _method = "scpp"
 
-    __init__ = init_with(
-        {"n_clusters": 8}, {**_DIVISIVE_SPECTRAL, **SPECTRAL_DEFAULTS, **scale_out("refine", "max_node_bytes")}
-    )
+    def __init__(
+        self,
+        n_clusters: int | str | None = 8,
+        *,
+        leaf_order: str | Callable = "size",
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
+        decay: float | None = None,
+        n_components: int = 2,
+        laplacian="normalized",
+        scheme="package",
+        omega=1.0,
+        similarity=None,
+        scale_multiplier=1.0,
+        betas=None,
+        n_centres=200,
+        centres_above=None,
+        centre_init="farthest",
+        min_side=None,
+        max_iter: int = 100,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+        split_index="deprecated",  # now leaf_order (FutureWarning)
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        n_microclusters="deprecated",  # now n_centres (FutureWarning)
+        microclusters_above="deprecated",  # now centres_above (FutureWarning)
+        microcluster_init="deprecated",  # now centre_init (FutureWarning)
+    ):
+        self.n_clusters = n_clusters
+        self.leaf_order = leaf_order
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
+        self.decay = decay
+        self.n_components = n_components
+        self.laplacian = laplacian
+        self.scheme = scheme
+        self.omega = omega
+        self.similarity = similarity
+        self.scale_multiplier = scale_multiplier
+        self.betas = betas
+        self.n_centres = n_centres
+        self.centres_above = centres_above
+        self.centre_init = centre_init
+        self.min_side = min_side
+        self.max_iter = max_iter
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+        self.split_index = split_index
+        self.maxiter = maxiter
+        self.n_microclusters = n_microclusters
+        self.microclusters_above = microclusters_above
+        self.microcluster_init = microcluster_init
 
 
 class SCPP(_OneSplit, _SpectralClustering):
@@ -390,53 +426,55 @@ class SCPP(_OneSplit, _SpectralClustering):
 
     _method = "scpp"
 
-    __init__ = init_with({}, {**SPECTRAL_DEFAULTS, **scale_out("refine", "max_node_bytes")})
-
-
-class LMSCClustering(_SpectralClustering):
-    __doc__ = _clustering_doc(
-        """Divisive large-margin spectral clustering (LMSC; Hofmeyr, Pavlidis & Eckley, Statistics and
-    Computing 2019, §5 and §9.3): SCPP with the standard Laplacian and σ halved after each minimisation until
-    the projection stops changing, which tends to the largest-margin hyperplane (Theorem 4); above the
-    microcluster threshold the microclusters are recomputed on the projected rows at each σ. The paper's
-    LMSC is ``n_components=1`` (a hyperplane), LMSC_o ``n_components=2``. The R package has no LMSC: the
-    defaults are the paper's.
-
-    Parameters
-    ----------
-"""
-        + _DIVISIVE_PARAMETERS_DOC,
-        1,
-        None,
-        "paper",
-    )
-
-    _method = "lmsc"
-    _large_margin = True
-    laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
-
-    __init__ = init_with(
-        {"n_clusters": 8}, {**_DIVISIVE_SPECTRAL, **LMSC_DEFAULTS, **scale_out("refine", "max_node_bytes")}
-    )
-
-
-class LMSC(_OneSplit, _SpectralClustering):
-    __doc__ = (
-        _clustering_doc(
-            """One large-margin spectral bi-partition (LMSC; Hofmeyr, Pavlidis & Eckley, Statistics and Computing
-    2019, §9.3): see :class:`LMSCClustering`. With ``n_components=1`` the split is a hyperplane.
-
-    Parameters
-    ----------""",
-            1,
-            None,
-            "paper",
-        )
-        + _ONE_SPLIT_ATTRIBUTES
-    )
-
-    _method = "lmsc"
-    _large_margin = True
-    laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
-
-    __init__ = init_with({}, {**LMSC_DEFAULTS, **scale_out("refine", "max_node_bytes")})
+    def __init__(
+        self,
+        *,
+        n_components: int = 2,
+        laplacian="normalized",
+        scheme="package",
+        omega=1.0,
+        similarity=None,
+        scale_multiplier=1.0,
+        betas=None,
+        n_centres=200,
+        centres_above=None,
+        centre_init="farthest",
+        min_side=None,
+        max_iter: int = 100,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+        maxiter="deprecated",  # now max_iter (FutureWarning)
+        n_microclusters="deprecated",  # now n_centres (FutureWarning)
+        microclusters_above="deprecated",  # now centres_above (FutureWarning)
+        microcluster_init="deprecated",  # now centre_init (FutureWarning)
+    ):
+        self.n_components = n_components
+        self.laplacian = laplacian
+        self.scheme = scheme
+        self.omega = omega
+        self.similarity = similarity
+        self.scale_multiplier = scale_multiplier
+        self.betas = betas
+        self.n_centres = n_centres
+        self.centres_above = centres_above
+        self.centre_init = centre_init
+        self.min_side = min_side
+        self.max_iter = max_iter
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
+        self.maxiter = maxiter
+        self.n_microclusters = n_microclusters
+        self.microclusters_above = microclusters_above
+        self.microcluster_init = microcluster_init

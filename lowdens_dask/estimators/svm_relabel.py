@@ -13,7 +13,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
 from .._warnings import warn
@@ -26,14 +25,11 @@ from ..pursuit.svm_relabel import (
     GAMMA_RULES,
     PERTURBATIONS,
     SCHEDULES,
-    rbf_gamma,
-    support_vector_clusters,
 )
 from ..tree import ClusterTree
 from ._fit import TreeClustering, summary_clause
-from ._params import init_with, scale_out
+from ._params import random_state_of
 from ._validation import (
-    check_fit_input,
     check_n_clusters_auto,
     check_positive_int,
     single_threaded_blas,
@@ -134,7 +130,8 @@ class SVMRelabelClustering(TreeClustering):
     rows_per_microcluster, max_microclusters, nonfinite, storage_options, labels_store
         Summary mode, as for :class:`~lowdens_dask.MDHClustering`.
     random_state : int, RandomState or None, default=None
-        Seeds the labellings, the perturbations, the null and the k-means reductions.
+        Seeds the labellings, the perturbations, the null and the k-means reductions; None means seed 0, as in
+        every estimator (a fit is reproducible).
 
     Attributes
     ----------
@@ -158,31 +155,64 @@ class SVMRelabelClustering(TreeClustering):
     _auto_summary_rows = 20_000  # mode="auto": summary mode above this many rows in memory (SVC's cost)
     _exact_on_chunks = False  # chunked input is fitted in summary mode
 
-    __init__ = init_with(
-        {"n_clusters": 2},
-        {
-            "max_clusters": None,
-            "significance_level": 0.01,
-            "C": 1.5,
-            "gamma": "auto",
-            "annealing": True,
-            "perturbation": "variable",
-            "n_restarts": 1,
-            "n_anneal_steps": 40,
-            "t0": 10.0,
-            "beta": 0.96,
-            "schedule": "geometric",
-            "relabel_fraction": 0.15,
-            "max_iter": 100,
-            "patience": 10,
-            "min_cluster_fraction": 0.05,
-            "max_points": 500,
-            "n_null": 5000,
-            "null_alpha": 1e-3,
-            "standardize": False,
-            **scale_out("refine", "max_node_bytes"),
-        },
-    )
+    def __init__(
+        self,
+        n_clusters: int | str | None = 2,
+        *,
+        max_clusters: int | None = None,
+        significance_level: float = 0.01,
+        C=1.5,
+        gamma="auto",
+        annealing=True,
+        perturbation="variable",
+        n_restarts=1,
+        n_anneal_steps=40,
+        t0=10.0,
+        beta=0.96,
+        schedule="geometric",
+        relabel_fraction=0.15,
+        max_iter: int = 100,
+        patience=10,
+        min_cluster_fraction=0.05,
+        max_points=500,
+        n_null=5000,
+        null_alpha=0.001,
+        standardize: bool = False,
+        mode: str = "auto",
+        rows_per_microcluster: float = 20,
+        max_microclusters: int | None = 1024,
+        nonfinite: str = "raise",
+        random_state: int | None = None,
+        storage_options: dict | None = None,
+        labels_store: str | None = None,
+    ):
+        self.n_clusters = n_clusters
+        self.max_clusters = max_clusters
+        self.significance_level = significance_level
+        self.C = C
+        self.gamma = gamma
+        self.annealing = annealing
+        self.perturbation = perturbation
+        self.n_restarts = n_restarts
+        self.n_anneal_steps = n_anneal_steps
+        self.t0 = t0
+        self.beta = beta
+        self.schedule = schedule
+        self.relabel_fraction = relabel_fraction
+        self.max_iter = max_iter
+        self.patience = patience
+        self.min_cluster_fraction = min_cluster_fraction
+        self.max_points = max_points
+        self.n_null = n_null
+        self.null_alpha = null_alpha
+        self.standardize = standardize
+        self.mode = mode
+        self.rows_per_microcluster = rows_per_microcluster
+        self.max_microclusters = max_microclusters
+        self.nonfinite = nonfinite
+        self.random_state = random_state
+        self.storage_options = storage_options
+        self.labels_store = labels_store
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
@@ -257,7 +287,7 @@ class SVMRelabelClustering(TreeClustering):
         tree = ClusterTree(X.shape[1], self._method, params, root_size=float(weights.sum()))
         target, test = self._target()
         splitter = RelabelSplitter(
-            X, weights, Z, spread, mean, scale, params, test, check_random_state(self.random_state)
+            X, weights, Z, spread, mean, scale, params, test, check_random_state(random_state_of(self.random_state))
         )
         with single_threaded_blas():
             data = InMemoryData(X, weights, reach=reach)
@@ -271,104 +301,3 @@ class SVMRelabelClustering(TreeClustering):
                 "weight on each side." + summary_clause(growth)
             )
         return {"n_iter_": growth.n_evaluations}
-
-
-class SupportVectorClustering(ClusterMixin, BaseEstimator):
-    """Support vector clustering (SVM-internal clustering; Ben-Hur, Horn, Siegelmann & Vapnik, JMLR 2001; spec §6),
-    the comparator of the SVM-relabel paper.
-
-    The smallest sphere enclosing the data in the Gaussian feature space is found (scikit-learn's
-    ``OneClassSVM`` with nu = p: for a Gaussian kernel its dual is the SVDD dual of §6 with C = 1/(N p)); two
-    points are connected when the segment between them stays inside the sphere at ``n_segment_points``
-    sampled points, and clusters are the connected components. Points outside the sphere (bounded support
-    vectors) are outliers.
-
-    Parameters
-    ----------
-    gamma : {"auto", "median"} or float, default="median"
-        The width q of exp(-q |x - x'|^2) ("scale at which data is probed"); Ben-Hur et al. raise q until
-        clusters separate. "median": 1 / median |x - x'|^2; "auto": 1 / (2 total variance); both are multiplied
-        by ``gamma_factor``.
-    gamma_factor : float, default=4.0
-        Multiplies a named gamma rule (ignored for a number). 4 separates two blobs, two concentric rings and
-        setosa from the rest of raw Iris, where the median rule alone (factor 1) gives one cluster on the
-        rings and on Iris (benchmarks/results/svm-relabel.md).
-    bsv_fraction : float or None, default=None
-        p = 1/(N C), the upper bound on the fraction of bounded SVs (outliers), in [1/N, 1]. None: 1/N (C = 1:
-        no outliers).
-    n_segment_points : int, default=20
-        Points sampled on each segment (end points included).
-    n_neighbors : int or None, default=None
-        Test only each point's ``n_neighbors`` nearest neighbours (O(N k) segments instead of O(N^2)); None tests
-        every pair (Ben-Hur et al.).
-    outliers : {"nearest", "label"}, default="nearest"
-        Points outside the sphere join the cluster of the nearest point inside it, or are labelled -1.
-    standardize : bool, default=False
-        z-score the columns first.
-
-    Attributes
-    ----------
-    labels_ : ndarray of shape (n_samples,)
-    n_clusters_ : int
-    inside_ : ndarray of bool, shape (n_samples,)
-        The row lies inside the sphere (R(x) <= R).
-    gamma_, nu_ : float
-        The kernel width and OneClassSVM's nu used.
-    n_features_in_ : int
-    """
-
-    __init__ = init_with(
-        {},
-        {
-            "gamma": "median",
-            "gamma_factor": 4.0,
-            "bsv_fraction": None,
-            "n_segment_points": 20,
-            "n_neighbors": None,
-            "outliers": "nearest",
-            "standardize": False,
-        },
-    )
-
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        _check_gamma(self.gamma, name)
-        _check_real(self.gamma_factor, f"{name}: gamma_factor", 0.0)
-        if self.bsv_fraction is not None:
-            _check_real(self.bsv_fraction, f"{name}: bsv_fraction", 0.0, 1.0)
-        check_positive_int(self.n_segment_points, f"{name}: n_segment_points")
-        if self.n_segment_points < 2:
-            raise ValueError(f"{name}: n_segment_points must be at least 2; got {self.n_segment_points!r}.")
-        check_positive_int(self.n_neighbors, f"{name}: n_neighbors", allow_none=True)
-        if self.outliers not in ("nearest", "label"):
-            raise ValueError(f"{name}: outliers must be 'nearest' or 'label'; got {self.outliers!r}.")
-        _check_bool(self.standardize, f"{name}: standardize")
-
-    def fit(self, X, y=None, sample_weight=None):
-        """Cluster X (an array in memory; the sphere and the segment tests are O(N^2))."""
-        self._check_params()
-        X, weights = check_fit_input(self, X, sample_weight)
-        Z = X
-        if self.standardize:
-            mean, scale = standardisation(X, weights)
-            Z = (X - mean) / scale
-        gamma = float(self.gamma) if not isinstance(self.gamma, str) else None
-        if gamma is None:
-            keep = weights > 0
-            gamma = self.gamma_factor * rbf_gamma(Z[keep], weights[keep], self.gamma)
-        with single_threaded_blas():
-            found = support_vector_clusters(
-                Z,
-                weights,
-                gamma=gamma,
-                bsv_fraction=self.bsv_fraction,
-                n_segment_points=self.n_segment_points,
-                n_neighbors=self.n_neighbors,
-                outliers=self.outliers,
-            )
-        self.labels_ = found.labels
-        self.n_clusters_ = found.n_clusters
-        self.inside_ = found.inside
-        self.gamma_ = found.gamma
-        self.nu_ = found.nu
-        return self
