@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
@@ -93,6 +94,21 @@ def summary_clause(growth: Growth) -> str:
         f" Summary mode grew the tree on {growth.n_microclusters} microclusters{aside}: smaller "
         "rows_per_microcluster, larger chunks or mode='exact' can reach it."
     )
+
+
+class Prepared(NamedTuple):
+    """The rows of a fit, prepared for its mode (:meth:`TreeClustering._prepare`)."""
+
+    rows: np.ndarray | None  #: rows in memory (in-memory input, or chunked input read into memory)
+    weights: np.ndarray | None  #: their weights
+    finite: np.ndarray | None  #: in-memory input with nonfinite="skip": the mask of the rows kept
+    arr: object  #: the rows as chunks, to label (None for in-memory input)
+    chunks: tuple | None  #: ``(whether the input was Dask or zarr, the chunks' weights from chunked_weights)``
+    attributes: (
+        dict  #: what the preparation knows (``n_features_in_``, ``n_nonfinite_``, ``summary_``, ``_rows_fitted``)
+    )
+    times: tuple  #: summary mode: the clock at the start and at the end of the summarising pass
+    summary: object = None  #: summary mode: the summarising pass (``SummaryPass``)
 
 
 def _can_update(est) -> bool:
@@ -189,40 +205,53 @@ class TreeClustering(ClusterMixin, BaseEstimator):
     def _fitted_attributes(self, growth: Growth) -> dict:
         return {}
 
-    def _labeller(self) -> tuple:
-        return leaf_labels_from_json, (self.tree_.to_json(),), True
+    def _labeller(self, fitted: dict) -> tuple:
+        """How the fitted model (``fitted``: its attributes) routes chunks of rows: ``(function, args,
+        labels_nonfinite)`` for :func:`~lowdens_dask.estimators._label_pass.store_labels`; by default the tree's
+        leaves."""
+        return leaf_labels_from_json, (fitted["tree_"].to_json(),), True
+
+    def _route_rows(self, X: np.ndarray, fitted: dict) -> np.ndarray:
+        """The labels the fitted model (``fitted``: its attributes) gives rows in memory."""
+        return fitted["tree_"].predict(X)
 
     def _predict_rows(self, X: np.ndarray) -> np.ndarray:
-        return self.tree_.predict(X)
+        return self._route_rows(X, vars(self))
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None, sample_weight=None):
         """Grow the tree on X (an array, a Dask array or a zarr store; ``mode`` says how); ``labels_`` are the
-        leaves' labels. A fit forgets earlier fits and updates."""
+        leaves' labels. A fit forgets earlier fits and updates.
+
+        As scikit-learn's ``BisectingKMeans.fit`` reads: validate, prepare the rows for the mode, grow, label, and
+        set every fitted attribute at the end, in one place (:meth:`_set_fitted`)."""
         validate_params(self)
-        for name in _FORGOTTEN:
-            self.__dict__.pop(name, None)
-        mode, self.fit_mode_reason_ = choose_mode(self, X, sample_weight)
-        self.fit_mode_ = mode
-        chunked = is_chunked_input(X)
-        if mode == "memory" and not chunked:
-            return self._fit_in_memory(X, sample_weight)
-        if mode == "exact":
-            self._check_chunked()
-        self._fit_chunks(X, mode, sample_weight)
-        if mode != "summary" and self._updatable and not hasattr(self, "_rows_fitted"):
-            self._rows_fitted = (X, sample_weight)  # summarised when the first update comes
+        mode, reason = choose_mode(self, X, sample_weight)
+        prepared = self._prepare(X, sample_weight, mode)
+        growth, grown, passes = self._grow_prepared(prepared)
+        fitted = {**prepared.attributes, **grown, **self._model(growth), "fit_mode_": mode, "fit_mode_reason_": reason}
+        self._set_fitted({**fitted, **self._labels(prepared, fitted, passes)})
         return self
 
-    def _fit_chunks(self, X, mode: str, sample_weight=None) -> None:
-        """Summary or exact mode: ``X`` as row chunks (in-memory input in summary mode is cut into chunks), small
-        input read into memory, the summarising pass, or the chunked rows of exact mode. ``sample_weight``
-        (frequencies, one per row: numpy, Dask or zarr) is chunked as the rows are."""
+    def _prepare(self, X, sample_weight, mode: str) -> Prepared:
+        """The rows of a fit in the form its mode grows on (:class:`Prepared`): in-memory rows validated; chunked
+        input (and in-memory input in summary mode, cut into chunks) read into memory where small or where
+        ``mode="auto"`` keeps it in memory, else summarised in one pass (summary mode) or left in its chunks
+        (exact mode). ``sample_weight`` (frequencies, one per row: numpy, Dask or zarr) goes with the rows."""
         chunked = is_chunked_input(X)
-        if mode == "summary":
-            arr = as_chunked(self, X, sample_weight)
-        else:
-            arr = as_dask_array(X, storage_options=self.storage_options)
+        if mode == "memory" and not chunked:
+            rows, weights, finite = check_fit_rows(self, X, sample_weight)
+            kept = self._kept((rows, None if sample_weight is None else weights))
+            n_nonfinite = 0 if finite is None else int((~finite).sum())
+            return Prepared(rows, weights, finite, None, None, {"n_nonfinite_": n_nonfinite, **kept}, ())
+        if mode == "exact":
+            self._check_chunked()
+        start = _clock()
+        arr = (
+            as_chunked(self, X, sample_weight)
+            if mode == "summary"
+            else as_dask_array(X, storage_options=self.storage_options)
+        )
         weights = None if sample_weight is None else chunked_weights(sample_weight, arr)
         if weights is not None and getattr(self, "refine", 0) and mode == "summary":
             raise ValueError(
@@ -230,91 +259,89 @@ class TreeClustering(ClusterMixin, BaseEstimator):
                 "set refine=0, or fit the rows in memory."
             )
         check_worker_memory(chunk_bytes(arr))
+        attributes = {"n_features_in_": arr.shape[1], **self._kept((X, sample_weight) if mode != "summary" else None)}
         if is_small_input(arr) or mode == "memory":
-            self._fit_small_input(arr, chunked, mode == "summary", weights)
-        elif mode == "summary":
-            self._fit_summary(arr, chunked, weights)
-        else:
-            growth, n_nonfinite, counter = self._grow_chunked(arr, weights)
-            self._set_fitted(growth, n_features_in_=arr.shape[1], n_nonfinite_=n_nonfinite)
-            self._label_rows(arr, True, None, counter, read=0)  # the counter has every pass of the growth
-
-    def _fit_in_memory(self, X, sample_weight):
-        X, weights, finite = check_fit_rows(self, X, sample_weight)
-        self._set_fitted(self._grow_rows(X, weights), n_nonfinite_=0 if finite is None else int((~finite).sum()))
-        self.labels_ = labels_with_skipped(self._predict_rows(X), finite)
-        self.n_passes_ = self.n_evaluation_passes_ = 0  # the rows are in memory
-        if self._updatable:
-            self._rows_fitted = (X, None if sample_weight is None else weights)
-        return self
-
-    def _fit_small_input(self, arr, chunked: bool, summary: bool, chunk_weights: tuple | None = None) -> None:
-        """Small chunked input (``is_small_input``), or chunked input that ``mode="auto"`` fits in memory, read
-        into memory in one pass (with its ``chunk_weights``) and fitted as rows."""
-        start = _clock()
-        rows, weights, n_nonfinite = read_small_input(self, arr, weights=chunk_weights)
-        read = _clock()
-        growth = self._grow_rows(rows, weights)
-        attributes = {"n_features_in_": arr.shape[1], "n_nonfinite_": n_nonfinite}
-        if summary:
-            attributes.update(n_microclusters_=rows.shape[0], summary_=rows_summary(rows, weights, arr.shape[0]))
-        self._set_fitted(growth, **attributes)
-        self._label_rows(arr, chunked, (start, read, _clock()) if summary else None)
-        if self._updatable and not summary and not np.all(weights == 1):
-            self._rows_fitted = (rows, weights)  # weighted rows read into memory: the first update summarises these
-
-    def _fit_summary(self, arr, chunked: bool, weights: tuple | None = None) -> None:
-        """Summary mode: summarise (one pass; rows counted by their ``weights``), grow on the microclusters, undo
-        splits no row reaches, label."""
-        start = _clock()
+            rows, row_weights, attributes["n_nonfinite_"] = read_small_input(self, arr, weights=weights)
+            if mode == "summary":
+                attributes.update(n_microclusters_=rows.shape[0], summary_=rows_summary(rows, row_weights, len(arr)))
+            elif not np.all(row_weights == 1):
+                attributes.update(self._kept((rows, row_weights)))  # weighted rows read into memory: updates start here
+            times = (start, _clock()) if mode == "summary" else ()
+            return Prepared(rows, row_weights, None, arr, (chunked, weights), attributes, times)
+        if mode == "exact":
+            return Prepared(None, None, None, arr, (chunked, weights), attributes, ())
         done = summarise(self, arr, seed_of(self.random_state), weights=weights)
         summary = done.summary
-        summarised = _clock()
-        rows = ChunkedNode(arr) if getattr(self, "refine", 0) else None
+        attributes.update(n_microclusters_=summary.n_microclusters, n_nonfinite_=done.n_nonfinite, summary_=summary)
+        return Prepared(None, None, None, arr, (chunked, weights), attributes, (start, _clock()), done)
+
+    def _kept(self, rows) -> dict:
+        """The rows a fit keeps a reference to, for the first update to summarise (estimators with updates)."""
+        return {"_rows_fitted": rows} if self._updatable and rows is not None else {}
+
+    def _grow_prepared(self, prepared: Prepared) -> tuple[Growth, dict, PassCounter | None]:
+        """Grow the tree on the prepared rows: in memory, on the summary's microclusters (then undo the splits no row
+        reaches), or by passes over the chunks (exact mode). Returns the growth, what it adds to the fitted
+        attributes, and the passes it made over the rows (None: none)."""
+        if prepared.rows is not None:
+            return self._grow_rows(prepared.rows, prepared.weights), {}, None
+        done = prepared.summary
+        if done is None:  # exact mode
+            growth, n_nonfinite, counter = self._grow_chunked(prepared.arr, prepared.chunks[1])
+            return growth, {"n_nonfinite_": n_nonfinite}, counter
+        summary = done.summary
+        rows = ChunkedNode(prepared.arr) if getattr(self, "refine", 0) else None
         growth = self._grow_rows(
             summary.means, summary.weights, summary.spread, rows, summary.sample, done.representatives
         )._replace(n_microclusters=summary.n_microclusters)
         merge_unreached_leaves(growth.tree, done.representatives)
-        self._set_fitted(
-            growth,
-            n_features_in_=arr.shape[1],
-            n_microclusters_=summary.n_microclusters,
-            n_nonfinite_=done.n_nonfinite,
-            summary_=summary,
-        )
-        times = (start, summarised, _clock())
-        self._label_rows(arr, chunked, times, None if rows is None else rows.counter)
+        return growth, {}, None if rows is None else rows.counter
 
-    def _set_fitted(self, growth: Growth, **attributes) -> None:
-        """Set the fitted attributes of a grown (or updated) tree: the one place they are set."""
-        self.tree_ = growth.tree
-        self.n_clusters_ = growth.tree.n_leaves
-        self.n_evaluations_ = growth.n_evaluations
+    def _model(self, growth: Growth) -> dict:
+        """The fitted model's attributes of a grown (or updated) tree, with the estimator's own
+        (``_fitted_attributes``)."""
+        model = {"tree_": growth.tree, "n_clusters_": growth.tree.n_leaves, "n_evaluations_": growth.n_evaluations}
         if "max_iter" in self._get_param_names():  # scikit-learn's name for it in estimators with max_iter
-            self.n_iter_ = growth.n_evaluations
-        for name, value in {**self._fitted_attributes(growth), **attributes}.items():
-            setattr(self, name, value)
+            model["n_iter_"] = growth.n_evaluations
+        return {**model, **self._fitted_attributes(growth)}
 
-    def _label_rows(self, arr, chunked: bool, times=None, counter: PassCounter | None = None, read: int = 1) -> None:
-        """The last step of a fit or an update: every row of ``arr`` routed to ``labels_`` (lazy, or written to
-        ``labels_store``, for chunked input; computed for in-memory input), ``timings_`` from ``times`` (the starts of
-        the summarising pass, the tree and the label pass; summary mode) and the passes (``counter``'s, with ``read``
-        passes that read or summarised the rows, and the labels written, added)."""
+    def _labels(self, prepared: Prepared, fitted: dict, passes: PassCounter | None = None) -> dict:
+        """The last step of a fit: every row labelled by the fitted model (:meth:`_labeller`), in memory, or by the
+        label pass for chunked input (:meth:`_label_chunks`)."""
+        if prepared.arr is None:
+            labels = labels_with_skipped(self._route_rows(prepared.rows, fitted), prepared.finite)
+            return {"labels_": labels, "n_passes_": 0, "n_evaluation_passes_": 0}  # the rows are in memory
+        times = (*prepared.times, _clock()) if prepared.times else None
+        read = 0 if prepared.summary is None and prepared.rows is None else 1  # exact mode's counter has its passes
+        return self._label_chunks(prepared.arr, prepared.chunks[0], fitted, times, passes, read)
+
+    def _set_fitted(self, fitted: dict, forget: bool = True) -> None:
+        """Set the fitted attributes: the one place they are set, at the end of a fit (which first forgets what an
+        earlier fit or update set and this one does not: ``forget``) or an update."""
+        if forget:
+            for name in _FORGOTTEN:
+                self.__dict__.pop(name, None)
+        self.__dict__.update(fitted)
+
+    def _label_chunks(self, arr, chunked: bool, fitted: dict, times=None, counter=None, read: int = 1) -> dict:
+        """Every row of ``arr`` routed to ``labels_`` (lazy, or written to ``labels_store``, for chunked input;
+        computed for in-memory input cut into chunks), ``timings_`` from ``times`` (the starts of the summarising
+        pass, the tree and the label pass; summary mode) and the passes (``counter``'s, with ``read`` passes that read
+        or summarised the rows, and the labels written, added)."""
         labels_store = getattr(self, "labels_store", None)
-        largest = max(1, *self.tree_.leaf_labels().values())  # the sides of one hyperplane are 0 and 1
+        largest = max(1, *fitted["tree_"].leaf_labels().values())  # the sides of one hyperplane are 0 and 1
         path = labels_store if chunked else None
-        labels = store_labels(arr, self._labeller(), path, self.storage_options, largest)
-        self.labels_ = labels if chunked else labels.compute()
+        labels = store_labels(arr, self._labeller(fitted), path, self.storage_options, largest)
+        out = {"labels_": labels if chunked else labels.compute()}
         if times is not None:
             start, summarised, grown = times
             done = _clock() if not chunked or labels_store is not None else None
             steps = {"summary_pass": (start, summarised), "tree": (summarised, grown), "label_pass": (grown, done)}
-            self.timings_ = {name: None if b is None else b[0] - a[0] for name, (a, b) in steps.items()}
-            self.client_seconds_ = {name: None if b is None else b[1] - a[1] for name, (a, b) in steps.items()}
+            out["timings_"] = {name: None if b is None else b[0] - a[0] for name, (a, b) in steps.items()}
+            out["client_seconds_"] = {name: None if b is None else b[1] - a[1] for name, (a, b) in steps.items()}
         counter = PassCounter() if counter is None else counter
         counter.add(read + (labels_store is not None and chunked))
-        self.n_passes_ = counter.total
-        self.n_evaluation_passes_ = counter.evaluation
+        return {**out, "n_passes_": counter.total, "n_evaluation_passes_": counter.evaluation}
 
     # ------------------------------------------------------------------ update
     @available_if(_can_update)
@@ -405,20 +432,13 @@ class TreeClustering(ClusterMixin, BaseEstimator):
                 "summary_ deleted), which an update needs, so partial_fit starts a new fit from X (set summary_ = "
                 "build_summary(estimator, X_fitted) before partial_fit to update the fit instead)."
             )
-        for name in _FORGOTTEN:
-            self.__dict__.pop(name, None)
-        self._fit_chunks(X, "summary")
-        self.tree_.stabilise_labels()
-        self.update_report_ = {
-            "update": 0,
-            "n_rows": self.summary_.n_rows,
-            "decay": self.decay,
-            "n_clusters_before": 0,
-            "n_clusters": self.n_clusters_,
-            "nodes": [],
-            "leaves": [],
-            "drift": None,
-        }
+        prepared = self._prepare(X, None, "summary")
+        growth, grown, passes = self._grow_prepared(prepared)
+        growth.tree.stabilise_labels()
+        fitted = {**prepared.attributes, **grown, **self._model(growth)}
+        report = {"update": 0, "n_rows": fitted["summary_"].n_rows, "decay": self.decay, "n_clusters_before": 0}
+        report.update(n_clusters=growth.tree.n_leaves, nodes=[], leaves=[], drift=None)
+        self._set_fitted({**fitted, "update_report_": report, **self._labels(prepared, fitted, passes)})
         return self
 
     def _update(self, X):
@@ -446,14 +466,10 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         report = {"n_rows": new.n_rows, "decay": self.decay, **growth.report}
         if report.get("drift") is not None:  # the shares of rows, not of microclusters cut differently each time
             report.update(sample_shares(growth.tree, old, new))
-        self._set_fitted(
-            growth,
-            summary_=bounded,
-            n_microclusters_=bounded.n_microclusters,
-            n_nonfinite_=n_nonfinite,
-            update_report_=report,
-        )
-        self._label_rows(arr, is_chunked_input(X), (start, summarised, _clock()))
+        fitted = {**self._model(growth), "summary_": bounded, "n_microclusters_": bounded.n_microclusters}
+        fitted.update(n_nonfinite_=n_nonfinite, update_report_=report)
+        times = (start, summarised, _clock())
+        self._set_fitted({**fitted, **self._label_chunks(arr, is_chunked_input(X), fitted, times)}, forget=False)
         return self
 
     def _grow_update(self, summary: ClusterSummary, old_weights: np.ndarray) -> Growth:
@@ -465,5 +481,5 @@ class TreeClustering(ClusterMixin, BaseEstimator):
         check_is_fitted(self)
         if is_chunked_input(X):
             arr = as_dask_array(X, storage_options=self.storage_options)
-            return store_labels(arr, self._labeller(), None, self.storage_options, 0)
+            return store_labels(arr, self._labeller(vars(self)), None, self.storage_options, 0)
         return predict_rows(self, X, self._predict_rows, dtype=self._predict_dtype)

@@ -116,11 +116,11 @@ class HyperplaneEstimator(FramedGrowth, TreeClustering):
         hp = self._split(growth)
         return {"v_": hp.v, "b_": hp.b, "stats_": dict(hp.stats), "fval_": hp.fval}
 
-    def _predict_rows(self, X: np.ndarray) -> np.ndarray:
-        return hyperplane_side(X, self.v_, self.b_)
+    def _route_rows(self, X: np.ndarray, fitted: dict) -> np.ndarray:
+        return hyperplane_side(X, fitted["v_"], fitted["b_"])
 
-    def _labeller(self) -> tuple:
-        return hyperplane_side, (self.v_, self.b_), False
+    def _labeller(self, fitted: dict) -> tuple:
+        return hyperplane_side, (fitted["v_"], fitted["b_"]), False
 
     def decision_function(self, X) -> np.ndarray:
         """Signed distance ``X @ v_ - b_`` to the hyperplane (lazily, for Dask or zarr input)."""

@@ -45,7 +45,7 @@ def fitted(mixture, tmp_path_factory):
 def write_labels(model, arr):
     """The label pass of a fit: ``arr``'s labels written to ``model.labels_store``."""
     largest = max(model.tree_.leaf_labels().values())
-    return store_labels(arr, model._labeller(), model.labels_store, model.storage_options, largest)
+    return store_labels(arr, model._labeller(vars(model)), model.labels_store, model.storage_options, largest)
 
 def test_written_labels_are_the_routed_labels(mixture, fitted):
     """The labels written (and ``labels_``) equal the lazy int64 labels of ``predict`` and of the tree value for

@@ -536,7 +536,7 @@ UPDATE_STEPS = [
     ("lowdens_dask.estimators.divisive", "grow"),
     ("lowdens_dask.backend.cluster_summary.ClusterSummary", "bounded"),
     ("lowdens_dask.estimators._fit.TreeClustering", "_set_fitted"),
-    ("lowdens_dask.estimators._fit.TreeClustering", "_label_rows"),
+    ("lowdens_dask.estimators._fit.TreeClustering", "_label_chunks"),
 ]
 
 
