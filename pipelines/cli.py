@@ -358,11 +358,10 @@ def _importing():
 def _check_before_imports(args, input_path: str, true_labels) -> None:
     """The checks of a request that need neither the library nor Dask, so that their errors come at once (the
     imports take seconds): the input and labels paths exist, and each ``--param`` is NAME=VALUE with a NAME the
-    method takes and, for a scale-out parameter (``mode``, ``nonfinite``, ...), a value every estimator takes (for
-    an update whose method is its parent's, that is checked once the parent is read), and for the method's own
-    parameters a value the standard-library table allows (``METHOD_CONSTRAINTS``; the estimator checks the
-    rest after the imports); a local CSV's first lines (:func:`~lowdens_pipelines.inputs.check_csv_start`)."""
-    from lowdens_dask.estimators import check_method_values, check_scale_out_values
+    method takes and a VALUE its estimator's constraints table allows (``method_constraints``: the table its fit
+    checks, in the standard library; for an update whose method is its parent's, checked once the parent is read);
+    a local CSV's first lines (:func:`~lowdens_pipelines.inputs.check_csv_start`)."""
+    from lowdens_dask.estimators import check_constraints, method_constraints
 
     from .inputs import check_csv_start, require_exists
 
@@ -374,8 +373,7 @@ def _check_before_imports(args, input_path: str, true_labels) -> None:
     if method is not None:
         try:
             check_parameter_names(method, {"n_clusters", *names})
-            check_scale_out_values(names, method)
-            check_method_values(names, method)
+            check_constraints(method_constraints(method), names, method)
         except ValueError as exc:
             raise ValueError(_cli_words(str(exc), args.param)) from None
     check_csv_start(input_path, args.header)

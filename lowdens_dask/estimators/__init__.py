@@ -7,8 +7,7 @@ import importlib
 _DEFINED = {
     "auto_mode_rule": "_params",
     "build_summary": "_summary_pass",
-    "check_scale_out_values": "_constraints",
-    "check_method_values": "_constraints",
+    **dict.fromkeys(("PARAMETER_CONSTRAINTS", "check_constraints"), "_constraints"),
     **dict.fromkeys(("MDH", "MDHClustering", "MDHProjection"), "mdh"),
     **dict.fromkeys(("PDDPClustering", "PDDP"), "pddp"),
     **dict.fromkeys(("DePDDPClustering", "DePDDP"), "depddp"),
@@ -21,7 +20,7 @@ _DEFINED = {
     "SVMRelabelClustering": "svm_relabel",
     "SupportVectorClustering": "support_vector",
     "MDHClassifier": "mdh_classifier",
-    **dict.fromkeys(("METHODS", "Method", "check_params", "get_method"), "registry"),
+    **dict.fromkeys(("METHODS", "Method", "check_params", "get_method", "method_constraints"), "registry"),
 }
 
 __all__ = [
@@ -29,6 +28,7 @@ __all__ = [
     "MCH",
     "MDH",
     "METHODS",
+    "PARAMETER_CONSTRAINTS",
     "MSC",
     "SCPP",
     "DePDDPClustering",
@@ -50,10 +50,10 @@ __all__ = [
     "SupportVectorClustering",
     "auto_mode_rule",
     "build_summary",
-    "check_method_values",
+    "check_constraints",
     "check_params",
-    "check_scale_out_values",
     "get_method",
+    "method_constraints",
 ]
 
 

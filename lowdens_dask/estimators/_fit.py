@@ -174,7 +174,7 @@ class TreeClustering(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ the estimator's part
     def _check_params(self) -> None:
-        raise NotImplementedError
+        """What the estimator's ``_parameter_constraints`` cannot say (a rule between parameters); none by default."""
 
     def _grow_rows(
         self, X: np.ndarray, weights: np.ndarray, spread: np.ndarray | None = None, rows=None, sample=None, reach=None

@@ -15,7 +15,7 @@ from sklearn.utils import check_random_state
 from .._warnings import warn
 from ..backend import as_dask_array
 from ..backend.workers import default_max_node_bytes
-from ._constraints import check_scale_out_params
+from ._constraints import DEPRECATED, RENAMED, check_constraints
 
 #: With mode="auto", input with more rows than this is fitted in summary mode (the default of
 #: :attr:`~lowdens_dask.estimators._fit.TreeClustering._auto_summary_rows`).
@@ -187,22 +187,6 @@ def with_scale_out_doc(cls):
     return cls
 
 
-#: The default of a renamed parameter's old name: not given.
-DEPRECATED = "deprecated"
-
-#: Parameters renamed in this release, new name -> old name: the old name still works for one release, with a
-#: ``FutureWarning`` that names the new one (:func:`warn_renamed`); the README and docs use the new names.
-RENAMED = {
-    "max_iter": "maxiter",
-    "tol": "ftol",
-    "penalty_exponent": "eps",
-    "leaf_order": "split_index",
-    "n_centres": "n_microclusters",
-    "centres_above": "microclusters_above",
-    "centre_init": "microcluster_init",
-}
-
-
 def _given_old_name(est, new: str) -> str | None:
     old = RENAMED.get(new)
     if old is None or old not in est.__dict__:  # SVM-relabel's max_iter was never renamed
@@ -232,10 +216,11 @@ def warn_renamed(est) -> None:
 def validate_params(est) -> None:
     """The one check of an estimator's parameters, before any work (``fit``, ``partial_fit``, and
     :func:`~lowdens_dask.estimators.check_params` without fitting): a ``FutureWarning`` for each old name given
-    (:func:`warn_renamed`), then the estimator's own checks and those of its scale-out parameters
-    (:func:`~lowdens_dask.estimators._constraints.check_scale_out_params`); a bad value is a ``ValueError`` that
-    names the parameter."""
+    (:func:`warn_renamed`), every value against the estimator's ``_parameter_constraints``
+    (:func:`~lowdens_dask.estimators._constraints.check_constraints`; a bad value is a ``ValueError`` that names the
+    parameter and its legal values), then what no table says (``_check_params``: a rule between parameters)."""
     warn_renamed(est)
-    est._check_params()
-    if hasattr(est, "nonfinite"):  # estimators that also take Dask and zarr input
-        check_scale_out_params(est)
+    check_constraints(type(est)._parameter_constraints, est.get_params(deep=False), type(est).__name__)
+    rules = getattr(est, "_check_params", None)
+    if rules is not None:
+        rules()

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import numbers
 import sys
 
 import numpy as np
@@ -13,8 +12,6 @@ from threadpoolctl import ThreadpoolController
 
 from .._warnings import warn
 from ..backend.frame import check_value_range
-from ..indices.minimum_density import BANDWIDTH_RANGE
-from ._params import param
 
 
 def single_threaded_blas():
@@ -202,99 +199,3 @@ def chunked_weights(sample_weight, X) -> tuple:
     largest = 0.0 if not np.isfinite(largest) else float(largest)
     check_weight_figures(int(nonfinite), int(negative), float(total), largest, float(least), int(too_small))
     return weights, float(total)
-
-
-def check_positive_int(value, name: str, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer{' or None' if allow_none else ''}; got {value!r}.")
-
-
-def check_n_clusters_auto(est, allow_none: bool = True) -> None:
-    """Checks of ``n_clusters`` (a positive integer, "auto", or None where ``allow_none``), ``max_clusters`` and
-    ``significance_level``."""
-    name = type(est).__name__
-    n = est.n_clusters
-    if not (isinstance(n, str) and n == "auto") and not (n is None and allow_none):
-        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
-            options = "a positive integer, None or 'auto'" if allow_none else "a positive integer or 'auto'"
-            raise ValueError(f"{name}: n_clusters must be {options}; got {n!r}.")
-    check_positive_int(est.max_clusters, f"{name}: max_clusters", allow_none=True)
-    level = est.significance_level
-    if not (isinstance(level, numbers.Real) and not isinstance(level, bool) and 0 < level < 1):
-        raise ValueError(
-            f"{name}: significance_level (the p-value below which n_clusters='auto' splits a leaf) must be a number "
-            f"strictly between 0 and 1; got {level!r}."
-        )
-    decay = getattr(est, "decay", None)
-    if decay is not None and not (isinstance(decay, numbers.Real) and not isinstance(decay, bool) and 0 <= decay < 1):
-        raise ValueError(
-            f"{name}: decay (the share of the old rows' weight each partial_fit takes away) must be None or a number "
-            f"in [0, 1); got {decay!r}."
-        )
-
-
-def check_mdh_params(est) -> None:
-    """Checks of the MDP² parameters shared by the MDH estimators; errors name the estimator."""
-    name = type(est).__name__
-    if est.alphas is not None:
-        alphas = np.asarray(est.alphas, dtype=np.float64)
-        if alphas.ndim != 1 or alphas.size == 0 or np.any(alphas < 0) or not np.all(np.isfinite(alphas)):
-            raise ValueError(
-                f"{name}: alphas must be a non-empty sequence of non-negative numbers; got {est.alphas!r}."
-            )
-        if np.any(alphas > 1):
-            raise ValueError(
-                f"{name}: alphas are standard deviations of the projections either side of their mean (eq. 7), "
-                f"at most 1 (the paper's schedule ends at 0.9); got {est.alphas!r}."
-            )
-        if np.any(np.diff(alphas) < 0):
-            raise ValueError(f"{name}: alphas must be non-decreasing (a continuation schedule); got {est.alphas!r}.")
-    if not 0 < est.eta < 1:
-        raise ValueError(f"{name}: eta must lie in (0, 1); got {est.eta!r}.")
-    if not 0 < param(est, "penalty_exponent") < 1:
-        raise ValueError(f"{name}: penalty_exponent must lie in (0, 1); got {param(est, 'penalty_exponent')!r}.")
-    check_positive_int(param(est, "max_iter"), f"{name}: max_iter")
-    if not param(est, "tol") > 0:
-        raise ValueError(f"{name}: tol must be positive; got {param(est, 'tol')!r}.")
-    min_size = getattr(est, "min_size", 1)  # the classifier has none
-    if not (isinstance(min_size, numbers.Real) and min_size > 0):
-        raise ValueError(f"{name}: min_size must be a positive number; got {min_size!r}.")
-    check_bandwidth(est)
-
-
-def check_bandwidth(est) -> None:
-    """``bandwidth``: None, "silverman", a callable, or a number within ``BANDWIDTH_RANGE`` (where the kernel
-    density's arithmetic stays finite in float64; see :data:`lowdens_dask.indices.minimum_density.BANDWIDTH_RANGE`).
-    """
-    name = type(est).__name__
-    bw = est.bandwidth
-    if isinstance(bw, str) or callable(bw) or bw is None:
-        if not (bw is None or bw == "silverman" or callable(bw)):
-            raise ValueError(f"{name}: bandwidth must be None, 'silverman', a number or a callable; got {bw!r}.")
-        return
-    low, high = BANDWIDTH_RANGE
-    if not (isinstance(bw, numbers.Real) and not isinstance(bw, bool) and low <= bw <= high):
-        raise ValueError(
-            f"{name}: bandwidth must be None, 'silverman', a callable or a number in [{low:g}, {high:g}] (data units; "
-            f"outside this range the kernel density over- or underflows in float64); got {bw!r}."
-        )
-
-
-def check_pursuit_params(est, *, divisive: bool) -> None:
-    """max_iter, tol, min_size and v0 of a pursued index, with errors that name the estimator."""
-    name = type(est).__name__
-    check_positive_int(param(est, "max_iter"), f"{name}: max_iter")
-    if not (isinstance(param(est, "tol"), numbers.Real) and param(est, "tol") > 0):
-        raise ValueError(f"{name}: tol must be a positive number; got {param(est, 'tol')!r}.")
-    if not (isinstance(est.min_size, numbers.Real) and est.min_size > 0):
-        raise ValueError(f"{name}: min_size must be a positive number; got {est.min_size!r}.")
-    if divisive and est.v0 is not None and not callable(est.v0):
-        raise ValueError(f"{name}: in divisive use v0 must be None or a callable of the node's data; got {est.v0!r}.")
-
-
-def check_scale(est) -> None:
-    scale = est.scale
-    if not (scale is None or callable(scale) or (isinstance(scale, numbers.Real) and scale > 0)):
-        raise ValueError(f"{type(est).__name__}: scale must be None, a positive number or a callable; got {scale!r}.")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from sklearn.utils import deprecated
 
-from ._validation import check_bandwidth
+from ._constraints import PARAMETER_CONSTRAINTS
 from .divisive import (
     _DivisiveClustering,
     _lowest_density,
@@ -52,6 +52,8 @@ class DePDDPClustering(_DivisiveClustering):
     _method = "depddp"
     _split_indices = {"fval": _lowest_density, "size": _size}
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["DePDDPClustering"]
+
     def __init__(
         self,
         n_clusters: int | str | None = 8,
@@ -94,10 +96,6 @@ class DePDDPClustering(_DivisiveClustering):
         self.labels_store = labels_store
         self.max_node_bytes = max_node_bytes
         self.split_index = split_index
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_bandwidth(self)
 
     def _index_params(self) -> dict:
         return {"bandwidth": self.bandwidth}

@@ -21,7 +21,7 @@ from ..pursuit.significance import SplitTest
 from ..tree import ClusterTree
 from ._fit import TreeClustering, summary_clause
 from ._params import max_node_bytes, param
-from ._validation import check_n_clusters_auto, single_threaded_blas
+from ._validation import single_threaded_blas
 from .hyperplane import FramedGrowth, sample_in_frame
 from .progress import progress_bar
 
@@ -49,24 +49,6 @@ class _DivisiveClustering(FramedGrowth, TreeClustering):
 
     def _index_params(self) -> dict:
         raise NotImplementedError
-
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        check_n_clusters_auto(self)
-        if not (callable(param(self, "leaf_order")) or index_name(param(self, "leaf_order")) in self._split_indices):
-            names = (*self._split_indices, *(f"{index}{ALONE}" for index in self._split_indices))
-            raise ValueError(
-                f"{name}: leaf_order must be one of {names} or a callable; got {param(self, 'leaf_order')!r}."
-            )
-        if not (isinstance(self.min_size, numbers.Real) and self.min_size > 0):
-            raise ValueError(f"{name}: min_size must be a positive number; got {self.min_size!r}.")
-        size = self.min_cluster_size
-        if not (isinstance(size, numbers.Real) and not isinstance(size, bool) and 0 <= size and np.isfinite(size)):
-            raise ValueError(
-                f"{name}: min_cluster_size must be a share of the rows in [0, 1) or a number of rows >= 1; got {size!r}."
-            )
-        if not isinstance(self.force_n_clusters, (bool, np.bool_)):
-            raise ValueError(f"{name}: force_n_clusters must be True or False; got {self.force_n_clusters!r}.")
 
     # ------------------------------------------------------------------ growing
     def _grow(self, data, frame, parallel: int, refine) -> Growth:

@@ -67,7 +67,7 @@ class FramedGrowth:
 class HyperplaneEstimator(FramedGrowth, TreeClustering):
     """Base class: fit one hyperplane ``{x : v.x = b}`` of the index ``_method``; label 0 is ``v.x < b``.
 
-    Subclasses define ``_method``, ``_index_params()`` and ``_check_params()``. Sets ``v_``, ``b_``,
+    Subclasses define ``_method`` and ``_index_params()``. Sets ``v_``, ``b_``,
     ``stats_`` (the index's statistics), ``fval_``, ``n_evaluations_`` and ``labels_`` (a numpy array for
     in-memory input, a Dask array for Dask or zarr input, backed by ``labels_store`` when given); ``tree_`` is the
     one-split tree. With ``sample_weight`` the index, moments and PCs are weighted.
@@ -77,9 +77,6 @@ class HyperplaneEstimator(FramedGrowth, TreeClustering):
     _no_split_warning = "No valid split was found; v_ and b_ hold the best hyperplane found."
 
     def _index_params(self) -> dict:
-        raise NotImplementedError
-
-    def _check_params(self) -> None:
         raise NotImplementedError
 
     def _grow(self, data, frame, parallel: int, refine) -> Growth:

@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 
 from sklearn.utils import deprecated
 
+from ._constraints import PARAMETER_CONSTRAINTS
 from .divisive import (
     _DivisiveClustering,
     _size,
@@ -54,6 +54,8 @@ class IPDDPClustering(_DivisiveClustering):
     _method = "ipddp"
     _split_indices = {"gap": _widest_gap, "size": _size}
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["IPDDPClustering"]
+
     def __init__(
         self,
         n_clusters: int | str | None = 8,
@@ -96,11 +98,6 @@ class IPDDPClustering(_DivisiveClustering):
         self.labels_store = labels_store
         self.max_node_bytes = max_node_bytes
         self.split_index = split_index
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        if not (isinstance(self.percentile, numbers.Real) and 0 <= self.percentile < 0.5):
-            raise ValueError(f"{type(self).__name__}: percentile must lie in [0, 0.5); got {self.percentile!r}.")
 
     def _index_params(self) -> dict:
         return {"percentile": self.percentile}

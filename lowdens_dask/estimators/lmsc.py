@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ._constraints import PARAMETER_CONSTRAINTS
 from .scpp import _DIVISIVE_PARAMETERS_DOC, _ONE_SPLIT_ATTRIBUTES, _clustering_doc, _OneSplit, _SpectralClustering
 
 
@@ -30,6 +31,8 @@ class LMSCClustering(_SpectralClustering):
     _method = "lmsc"
     _large_margin = True
     laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["LMSCClustering"]
 
     def __init__(
         self,
@@ -113,6 +116,8 @@ class LMSC(_OneSplit, _SpectralClustering):
     _method = "lmsc"
     _large_margin = True
     laplacian = "standard"  # not a parameter: LMSC's theory is for L (§9.3)
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["LMSC"]
 
     def __init__(
         self,

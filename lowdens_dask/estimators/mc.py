@@ -11,10 +11,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy.stats import ncf
 
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._params import param
-from ._validation import (
-    check_pursuit_params,
-)
 from .divisive import _DivisiveClustering, _size
 from .hyperplane import HyperplaneEstimator
 from .projection import _ProjectionPursuit
@@ -62,6 +60,8 @@ class MCH(HyperplaneEstimator):
 
     _method = "mc"
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MCH"]
+
     def __init__(
         self,
         *,
@@ -98,9 +98,6 @@ class MCH(HyperplaneEstimator):
         self.max_node_bytes = max_node_bytes
         self.maxiter = maxiter
         self.ftol = ftol
-
-    def _check_params(self) -> None:
-        check_pursuit_params(self, divisive=False)
 
     def _index_params(self) -> dict:
         return {
@@ -155,6 +152,8 @@ class MCClustering(_DivisiveClustering):
     """
 
     _method = "mc"
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MCClustering"]
 
     def __init__(
         self,
@@ -222,10 +221,6 @@ class MCClustering(_DivisiveClustering):
         self._root_rows = data.total_weight
         return super()._grow(data, frame, parallel, refine)
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_pursuit_params(self, divisive=True)
-
     def _index_params(self) -> dict:
         return {
             "v0": self.v0,
@@ -249,6 +244,8 @@ class MCProjection(_ProjectionPursuit):
 
     _method = "mc"
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MCProjection"]
+
     def __init__(
         self,
         n_components: int = 2,
@@ -267,10 +264,6 @@ class MCProjection(_ProjectionPursuit):
         self.random_state = random_state
         self.maxiter = maxiter
         self.ftol = ftol
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_pursuit_params(self, divisive=False)
 
     def _index_params(self) -> dict:
         return {"maxiter": param(self, "max_iter"), "ftol": param(self, "tol"), "random_state": self.random_state}

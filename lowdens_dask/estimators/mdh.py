@@ -9,10 +9,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..indices import DEFAULT_ALPHAS
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._params import param, with_scale_out_doc
-from ._validation import (
-    check_mdh_params,
-)
 from .divisive import (
     _DivisiveClustering,
     _lowest_density,
@@ -83,6 +81,8 @@ class MDH(HyperplaneEstimator):
         Only when X has feature names.
     """
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MDH"]
+
     def __init__(
         self,
         *,
@@ -146,9 +146,6 @@ class MDH(HyperplaneEstimator):
             "ftol": param(self, "tol"),
             "v0": self.v0,
         }
-
-    def _check_params(self) -> None:
-        check_mdh_params(self)
 
     def _fitted_attributes(self, growth) -> dict:
         if not growth.root.found.params:  # find_hyperplane's answer for identical rows (Dask or zarr input reach it)
@@ -263,6 +260,8 @@ class MDHClustering(_DivisiveClustering):
     _method = "mdh"
     _split_indices = {"size": _size, "fval": _lowest_density, "rdepth": _relative_depth}
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MDHClustering"]
+
     def __init__(
         self,
         n_clusters: int | str | None = 8,
@@ -326,14 +325,6 @@ class MDHClustering(_DivisiveClustering):
         self.maxiter = maxiter
         self.ftol = ftol
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_mdh_params(self)
-        if self.v0 is not None and not callable(self.v0):
-            raise ValueError(
-                f"{type(self).__name__}: in divisive use v0 must be None or a callable of the node's data."
-            )
-
     def _index_params(self) -> dict:
         return {
             "bandwidth": self.bandwidth,
@@ -359,6 +350,8 @@ class MDHProjection(_ProjectionPursuit):
     """
 
     _method = "mdh"
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MDHProjection"]
 
     def __init__(
         self,
@@ -386,10 +379,6 @@ class MDHProjection(_ProjectionPursuit):
         self.eps = eps
         self.maxiter = maxiter
         self.ftol = ftol
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_mdh_params(self)
 
     def _index_params(self) -> dict:
         alphas = tuple(DEFAULT_ALPHAS if self.alphas is None else self.alphas)

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from ..backend import ChunkedData, InMemoryData, as_dask_array
 from ..backend.frame import Frame, standardisation
 from ..pursuit.semi_supervised import semi_supervised_hyperplane
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._params import (
     AUTO_SUMMARY_ROWS,
     fit_mode,
@@ -26,13 +27,7 @@ from ._params import (
     validate_params,
 )
 from ._summary_pass import summarise
-from ._validation import check_fit_input, check_mdh_params, single_threaded_blas
-
-#: The legal ``svm_C``. The SVM only supplies a start direction, whose limits as C -> 0 (the weighted difference of
-#: the class means) and C -> inf (the hard-margin SVM) are reached well inside this range; liblinear's primal solver
-#: did not return for per-row costs C w_i below about 1e-180 or above about 1e120 (measured), and returns w = 0
-#: (no start) below about 1e-20.
-SVM_C_RANGE = (1e-12, 1e12)
+from ._validation import check_fit_input, single_threaded_blas
 
 #: The label of unlabelled rows (scikit-learn's semi-supervised convention).
 UNLABELLED = -1
@@ -125,6 +120,8 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
     _exact_on_chunks = False  # chunked input is fitted in summary mode (mode='exact' refuses it)
     _weights_in_summary = False  # summary mode refuses sample_weight: weighted in-memory rows stay in memory
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MDHClassifier"]
+
     def __init__(
         self,
         *,
@@ -169,30 +166,6 @@ class MDHClassifier(ClassifierMixin, BaseEstimator):
         self.ftol = ftol
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        check_mdh_params(self)
-        if callable(self.bandwidth):
-            raise ValueError(f"{name}: bandwidth must be None, 'silverman' or a positive number; got a callable.")
-        if self.gammas is not None:
-            gammas = np.asarray(self.gammas, dtype=np.float64)
-            if gammas.ndim != 1 or gammas.size == 0 or not np.all(np.isfinite(gammas)) or np.any(gammas <= 0):
-                raise ValueError(
-                    f"{name}: gammas must be a non-empty sequence of positive numbers; got {self.gammas!r}."
-                )
-        low, high = SVM_C_RANGE
-        if not (
-            isinstance(self.svm_C, numbers.Real) and not isinstance(self.svm_C, bool) and low <= self.svm_C <= high
-        ):
-            raise ValueError(
-                f"{name}: svm_C must be a number in [{low:g}, {high:g}] (liblinear's solver does not return far "
-                f"outside it); got {self.svm_C!r}."
-            )
-        if self.starts not in ("best", "all"):
-            raise ValueError(f"{name}: starts must be 'best' or 'all'; got {self.starts!r}.")
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise ValueError(f"{name}: standardize must be True or False; got {self.standardize!r}.")
-
     def _check_labels(self, y, n_rows: int) -> np.ndarray:
         """Class codes of y (index into ``classes_``, set here) with -1 for the unlabelled rows."""
         name = type(self).__name__

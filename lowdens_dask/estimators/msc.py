@@ -12,8 +12,6 @@ as JSON and route Dask chunks like every other tree.
 
 from __future__ import annotations
 
-import numbers
-
 import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -24,23 +22,16 @@ from ..backend.frame import check_value_range
 from ..backend.passes import PassCounter
 from ..growth.grower import Growth, GrowthRules, grow
 from ..growth.msc_splitter import ChunkedGrowth, ChunkedSplitter, RowsSplitter
-from ..pursuit.msc import (
-    METRICS,
-    WEIGHTS,
-)
 from ..pursuit.significance import SplitTest
 from ..tree import ClusterTree, KernelExpansionRule
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._fit import TreeClustering, summary_clause
 from ._params import is_chunked_input, random_state_of
 from ._summary_pass import check_enough_rows, check_nonfinite
 from ._validation import (
-    check_n_clusters_auto,
-    check_positive_int,
     single_threaded_blas,
 )
 from .divisive import growth_target
-
-SOLVERS = ("auto", "exact", "landmarks")
 
 _PARAMETERS_DOC = """
     weight : {{"alpha3", "alpha1", "alpha2"}}, default="alpha3"
@@ -101,26 +92,6 @@ _ATTRIBUTES_DOC = """
 """
 
 
-def _check_params(est) -> None:
-    name = type(est).__name__
-    if est.weight not in WEIGHTS:
-        raise ValueError(f"{name}: weight must be one of {WEIGHTS}; got {est.weight!r}.")
-    if est.metric not in METRICS:
-        raise ValueError(f"{name}: metric must be one of {METRICS}; got {est.metric!r}.")
-    s2 = est.sigma2
-    if s2 is not None and not (
-        isinstance(s2, numbers.Real) and not isinstance(s2, bool) and np.isfinite(s2) and s2 > 0
-    ):
-        raise ValueError(f"{name}: sigma2 must be None or a positive number; got {s2!r}.")
-    if est.solver not in SOLVERS:
-        raise ValueError(f"{name}: solver must be one of {SOLVERS}; got {est.solver!r}.")
-    r = est.n_landmarks
-    if not (isinstance(r, numbers.Integral) and not isinstance(r, bool) and r >= 2):
-        raise ValueError(f"{name}: n_landmarks must be an integer >= 2; got {r!r}.")
-    if est.standardize not in (True, False):
-        raise ValueError(f"{name}: standardize must be True or False; got {est.standardize!r}.")
-
-
 #: MSC's parameters and their defaults, shared by MSC and MSCClustering.
 MSC_DEFAULTS = {
     "weight": "alpha3",
@@ -139,13 +110,6 @@ class _MSCBase(TreeClustering):
 
     def _n_clusters(self) -> int:
         return self.n_clusters
-
-    def _check_params(self) -> None:
-        _check_params(self)
-        if hasattr(self, "max_clusters"):  # MSCClustering (MSC makes one split)
-            check_n_clusters_auto(self, allow_none=False)
-        else:
-            check_positive_int(self._n_clusters(), f"{type(self).__name__}: n_clusters")
 
     def _target(self) -> tuple[float, SplitTest | None]:
         """(leaves to grow to, the held-out test of n_clusters="auto" or None)."""
@@ -238,6 +202,8 @@ class MSCClustering(_MSCBase):
 """
     )
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MSCClustering"]
+
     def __init__(
         self,
         n_clusters: int | str | None = 8,
@@ -299,6 +265,8 @@ class MSC(_MSCBase):
         The root's ``separation``, ``eigengap`` and ``disparity_cut`` statistics (NaN where not computed).
 """
     )
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["MSC"]
 
     def __init__(
         self,

@@ -9,11 +9,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._params import param
-from ._validation import (
-    check_pursuit_params,
-    check_scale,
-)
 from .divisive import _DivisiveClustering, _size
 from .hyperplane import HyperplaneEstimator
 from .projection import _ProjectionPursuit
@@ -58,6 +55,8 @@ class NCutH(HyperplaneEstimator):
 
     _method = "ncut"
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["NCutH"]
+
     def __init__(
         self,
         *,
@@ -97,10 +96,6 @@ class NCutH(HyperplaneEstimator):
         self.maxiter = maxiter
         self.ftol = ftol
 
-    def _check_params(self) -> None:
-        check_pursuit_params(self, divisive=False)
-        check_scale(self)
-
     def _index_params(self) -> dict:
         return {"scale": self.scale, "v0": self.v0, "maxiter": param(self, "max_iter"), "ftol": param(self, "tol")}
 
@@ -136,6 +131,8 @@ class NCutClustering(_DivisiveClustering):
 
     _method = "ncut"
     _split_indices = {"fval": _low_cut, "size": _size}
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["NCutClustering"]
 
     def __init__(
         self,
@@ -192,11 +189,6 @@ class NCutClustering(_DivisiveClustering):
         self.maxiter = maxiter
         self.ftol = ftol
 
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_pursuit_params(self, divisive=True)
-        check_scale(self)
-
     def _index_params(self) -> dict:
         return {"scale": self.scale, "v0": self.v0, "maxiter": param(self, "max_iter"), "ftol": param(self, "tol")}
 
@@ -214,6 +206,8 @@ class NCutProjection(_ProjectionPursuit):
     """
 
     _method = "ncut"
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["NCutProjection"]
 
     def __init__(
         self,
@@ -233,11 +227,6 @@ class NCutProjection(_ProjectionPursuit):
         self.min_size = min_size
         self.maxiter = maxiter
         self.ftol = ftol
-
-    def _check_params(self) -> None:
-        super()._check_params()
-        check_pursuit_params(self, divisive=False)
-        check_scale(self)
 
     def _index_params(self) -> dict:
         return {"scale": self.scale, "maxiter": param(self, "max_iter"), "ftol": param(self, "tol")}

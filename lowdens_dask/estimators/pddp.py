@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from sklearn.utils import deprecated
 
+from ._constraints import PARAMETER_CONSTRAINTS
 from .divisive import (
     _DivisiveClustering,
     _scatter,
@@ -45,6 +46,8 @@ class PDDPClustering(_DivisiveClustering):
 
     _method = "pddp"
     _split_indices = {"scatter": _scatter, "size": _size}
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["PDDPClustering"]
 
     def __init__(
         self,

@@ -32,7 +32,6 @@ from ..pursuit.hyperplanes import varying_components
 from ._params import is_chunked_input, validate_params
 from ._validation import (
     check_fit_input,
-    check_positive_int,
     single_threaded_blas,
 )
 
@@ -79,9 +78,6 @@ class _ProjectionPursuit(TransformerMixin, BaseEstimator):
 
     def _index_params(self) -> dict:
         raise NotImplementedError
-
-    def _check_params(self) -> None:
-        check_positive_int(self.n_components, f"{type(self).__name__}: n_components")
 
     def fit(self, X, y=None, sample_weight=None):
         """Find the directions on X (an array, a Dask array or a zarr store)."""

@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
-from ._params import validate_params
+from ._constraints import PARAMETER_CONSTRAINTS
 
 
 class Method(NamedTuple):
@@ -76,4 +76,15 @@ def get_method(name: str) -> Method:
 def check_params(estimator) -> None:
     """Run the parameter checks that an estimator's ``fit`` runs first, without fitting: a bad value is a
     ``ValueError`` that names the parameter (so a pipeline can refuse it before it starts any work)."""
+    from ._params import validate_params  # the estimators' layer; this module stays light for the command line
+
     validate_params(estimator)
+
+
+def method_constraints(name: str) -> dict:
+    """The parameter constraints of the clustering estimator of the method ``name`` (its ``_parameter_constraints``,
+    :data:`~lowdens_dask.estimators._constraints.PARAMETER_CONSTRAINTS`), without importing it: the ``lowdens``
+    command checks a ``--param`` by them before it imports the library."""
+    if name not in _DEFINED:
+        raise ValueError(f"Unknown method {name!r}; known methods: {sorted(_DEFINED)}.")
+    return PARAMETER_CONSTRAINTS[_DEFINED[name][0]]

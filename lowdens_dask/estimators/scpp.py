@@ -19,21 +19,14 @@ from ..backend import InMemoryData
 from ..backend.frame import exact_frame, rows_frame
 from ..growth.grower import Growth, GrowthRules, by_size, grow
 from ..growth.spectral_splitter import SpectralSplitter, least_connected
-from ..indices.spectral import LAPLACIANS, SIMILARITIES
 from ..pursuit.spectral import SCHEMES
 from ..tree import ClusterTree, HyperplaneRule
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._fit import summary_clause
 from ._params import param, random_state_of
 from ._summary_pass import MAX_MICROCLUSTERS_PER_CHUNK
-from ._validation import check_n_clusters_auto, check_positive_int, single_threaded_blas
-from .divisive import ALONE, _DivisiveClustering, growth_target, index_name
-
-#: The legal ``scale_multiplier``: the paper's sensitivity study uses 0.1 to 10 (Figs. 7-8). Far below 1 every
-#: similarity between distinct points underflows to 0 (the graph has no edges, λ₂ = 0 for every projection) and far
-#: above it every similarity is 1; the range only excludes multipliers whose σ², 1/σ² or δ = min(0.01, σ²) cannot
-#: be represented in float64 for data of an ordinary scale (issue 22, point 15: 1e-300 divided by zero, 1e300
-#: overflowed).
-SCALE_MULTIPLIER_RANGE = (1e-100, 1e100)
+from ._validation import single_threaded_blas
+from .divisive import _DivisiveClustering, growth_target, index_name
 
 #: The pursuit's keywords (:func:`lowdens_dask.pursuit.spectral.spectral_split`) -> the estimator's parameters.
 _SPLIT_PARAMS = {
@@ -153,53 +146,6 @@ class _SpectralClustering(_DivisiveClustering):
 
     def _split_index(self) -> str:
         return param(self, "leaf_order") if hasattr(self, "leaf_order") else "size"
-
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        if hasattr(self, "max_clusters"):  # the divisive estimators (the one-split ones have no n_clusters)
-            check_n_clusters_auto(self, allow_none=False)
-        else:
-            check_positive_int(self._n_clusters(), f"{name}: n_clusters")
-        check_positive_int(self.n_components, f"{name}: n_components")
-        centres = self._split_params()
-        n_centres = centres["n_microclusters"]
-        if not (isinstance(n_centres, numbers.Integral) and not isinstance(n_centres, bool)) or n_centres < 2:
-            raise ValueError(
-                f"{name}: n_centres must be an integer >= 2 (λ₂ of the Laplacian, and a bi-partition, need at "
-                f"least two points); got {n_centres!r}."
-            )
-        check_positive_int(param(self, "max_iter"), f"{name}: maxiter")
-        if index_name(self._split_index()) not in ("size", "fval"):
-            raise ValueError(
-                f"{name}: leaf_order must be 'size', 'fval', 'size{ALONE}' or 'fval{ALONE}'; got {self._split_index()!r}."
-            )
-        if self.laplacian not in LAPLACIANS:
-            raise ValueError(f"{name}: laplacian must be one of {LAPLACIANS}; got {self.laplacian!r}.")
-        if self.scheme not in SCHEMES:
-            raise ValueError(f"{name}: scheme must be one of {tuple(SCHEMES)}; got {self.scheme!r}.")
-        if self.similarity is not None and self.similarity not in SIMILARITIES:
-            raise ValueError(f"{name}: similarity must be None or one of {SIMILARITIES}; got {self.similarity!r}.")
-        if centres["microcluster_init"] not in ("farthest", "k-means++"):
-            raise ValueError(
-                f"{name}: centre_init must be 'farthest' or 'k-means++'; got {centres['microcluster_init']!r}."
-            )
-        if not (isinstance(self.omega, numbers.Real) and np.isfinite(self.omega)):
-            raise ValueError(f"{name}: omega must be a finite number; got {self.omega!r}.")
-        low, high = SCALE_MULTIPLIER_RANGE
-        m = self.scale_multiplier
-        if not (isinstance(m, numbers.Real) and not isinstance(m, bool) and low <= m <= high):
-            raise ValueError(
-                f"{name}: scale_multiplier must be a number in [{low:g}, {high:g}] (σ² and 1/σ² must stay finite and "
-                f"non-zero in float64); got {m!r}."
-            )
-        if self.betas is not None:
-            betas = np.asarray(self.betas, dtype=float) if np.ndim(self.betas) == 1 else None
-            if betas is None or betas.size == 0 or not np.all(betas > 0):
-                raise ValueError(f"{name}: betas must be None or a non-empty sequence of positive numbers.")
-        if centres["microclusters_above"] is not None:
-            check_positive_int(centres["microclusters_above"], f"{name}: centres_above")
-        if self.min_side is not None and not (isinstance(self.min_side, numbers.Real) and self.min_side >= 0):
-            raise ValueError(f"{name}: min_side must be None or a non-negative number; got {self.min_side!r}.")
 
     def _split_params(self) -> dict:
         params = {keyword: param(self, name) for keyword, name in _SPLIT_PARAMS.items()}
@@ -342,6 +288,8 @@ class SCPPClustering(_SpectralClustering):
 
     _method = "scpp"
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["SCPPClustering"]
+
     def __init__(
         self,
         n_clusters: int | str | None = 8,
@@ -425,6 +373,8 @@ class SCPP(_OneSplit, _SpectralClustering):
     )
 
     _method = "scpp"
+
+    _parameter_constraints = PARAMETER_CONSTRAINTS["SCPP"]
 
     def __init__(
         self,

@@ -11,13 +11,12 @@ from ..pursuit.svm_relabel import (
     rbf_gamma,
     support_vector_clusters,
 )
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._params import validate_params
 from ._validation import (
     check_fit_input,
-    check_positive_int,
     single_threaded_blas,
 )
-from .svm_relabel import _check_bool, _check_gamma, _check_real
 
 
 class SupportVectorClustering(ClusterMixin, BaseEstimator):
@@ -64,6 +63,8 @@ class SupportVectorClustering(ClusterMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["SupportVectorClustering"]
+
     def __init__(
         self,
         *,
@@ -82,20 +83,6 @@ class SupportVectorClustering(ClusterMixin, BaseEstimator):
         self.n_neighbors = n_neighbors
         self.outliers = outliers
         self.standardize = standardize
-
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        _check_gamma(self.gamma, name)
-        _check_real(self.gamma_factor, f"{name}: gamma_factor", 0.0)
-        if self.bsv_fraction is not None:
-            _check_real(self.bsv_fraction, f"{name}: bsv_fraction", 0.0, 1.0)
-        check_positive_int(self.n_segment_points, f"{name}: n_segment_points")
-        if self.n_segment_points < 2:
-            raise ValueError(f"{name}: n_segment_points must be at least 2; got {self.n_segment_points!r}.")
-        check_positive_int(self.n_neighbors, f"{name}: n_neighbors", allow_none=True)
-        if self.outliers not in ("nearest", "label"):
-            raise ValueError(f"{name}: outliers must be 'nearest' or 'label'; got {self.outliers!r}.")
-        _check_bool(self.standardize, f"{name}: standardize")
 
     def fit(self, X, y=None, sample_weight=None):
         """Cluster X (an array in memory; the sphere and the segment tests are O(N^2))."""

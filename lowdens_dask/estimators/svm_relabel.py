@@ -10,8 +10,6 @@ JMLR 2 (2001). The algorithms are :mod:`lowdens_dask.pursuit.svm_relabel`.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.utils import check_random_state
 
@@ -21,43 +19,14 @@ from ..backend.frame import standardisation
 from ..growth.grower import Growth, GrowthRules, grow
 from ..growth.svm_relabel_splitter import RelabelSplitter
 from ..pursuit.significance import SplitTest
-from ..pursuit.svm_relabel import (
-    GAMMA_RULES,
-    PERTURBATIONS,
-    SCHEDULES,
-)
 from ..tree import ClusterTree
+from ._constraints import PARAMETER_CONSTRAINTS
 from ._fit import TreeClustering, summary_clause
 from ._params import random_state_of
 from ._validation import (
-    check_n_clusters_auto,
-    check_positive_int,
     single_threaded_blas,
 )
 from .divisive import growth_target
-
-
-def _check_real(value, name: str, low: float, high: float = np.inf, *, low_open=True, high_open=False) -> None:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = (value > low if low_open else value >= low) and (value < high if high_open else value <= high)
-    if not ok:
-        lo, hi = "(" if low_open else "[", ")" if high_open or high == np.inf else "]"
-        raise ValueError(f"{name} must be a number in {lo}{low:g}, {high:g}{hi}; got {value!r}.")
-
-
-def _check_gamma(gamma, name: str) -> None:
-    if isinstance(gamma, str):
-        if gamma not in GAMMA_RULES:
-            raise ValueError(f"{name}: gamma must be one of {GAMMA_RULES} or a positive number; got {gamma!r}.")
-        return
-    _check_real(gamma, f"{name}: gamma", 0.0)
-
-
-def _check_bool(value, name: str) -> None:
-    is_bool = isinstance(value, (bool, np.bool_))
-    if not is_bool:  # a ValueError, as for every other parameter (scikit-learn's convention)
-        raise ValueError(f"{name} must be True or False; got {value!r}.")
 
 
 class SVMRelabelClustering(TreeClustering):
@@ -155,6 +124,8 @@ class SVMRelabelClustering(TreeClustering):
     _auto_summary_rows = 20_000  # mode="auto": summary mode above this many rows in memory (SVC's cost)
     _exact_on_chunks = False  # chunked input is fitted in summary mode
 
+    _parameter_constraints = PARAMETER_CONSTRAINTS["SVMRelabelClustering"]
+
     def __init__(
         self,
         n_clusters: int | str | None = 2,
@@ -215,35 +186,6 @@ class SVMRelabelClustering(TreeClustering):
         self.labels_store = labels_store
 
     # ------------------------------------------------------------------ parameters
-    def _check_params(self) -> None:
-        name = type(self).__name__
-        check_n_clusters_auto(self, allow_none=False)
-        _check_real(self.C, f"{name}: C", 0.0)
-        _check_gamma(self.gamma, name)
-        _check_bool(self.annealing, f"{name}: annealing")
-        _check_bool(self.standardize, f"{name}: standardize")
-        if self.perturbation not in PERTURBATIONS:
-            raise ValueError(f"{name}: perturbation must be one of {PERTURBATIONS}; got {self.perturbation!r}.")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"{name}: schedule must be one of {SCHEDULES}; got {self.schedule!r}.")
-        for key in ("n_restarts", "n_anneal_steps", "max_iter", "patience", "n_null"):
-            check_positive_int(getattr(self, key), f"{name}: {key}")
-        check_positive_int(self.max_points, f"{name}: max_points")
-        if self.max_points < 2:
-            raise ValueError(f"{name}: max_points must be at least 2; got {self.max_points!r}.")
-        _check_real(self.t0, f"{name}: t0", 0.0)
-        _check_real(self.beta, f"{name}: beta", 0.0, 1.0)
-        _check_real(self.relabel_fraction, f"{name}: relabel_fraction", 0.0, 1.0)
-        _check_real(
-            self.min_cluster_fraction, f"{name}: min_cluster_fraction", 0.0, 0.5, low_open=False, high_open=True
-        )
-        _check_real(self.null_alpha, f"{name}: null_alpha", 0.0, 1.0, high_open=True)
-        if self.mode not in ("auto", "summary"):
-            raise ValueError(
-                f"{name}: mode must be 'auto' or 'summary' (an SVM needs its points in memory: there is no exact "
-                f"mode on chunked input); got {self.mode!r}."
-            )
-
     def _split_params(self) -> dict:
         return {
             "gamma": self.gamma if isinstance(self.gamma, str) else float(self.gamma),

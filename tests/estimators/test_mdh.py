@@ -185,7 +185,7 @@ def test_duplicate_rows_are_fine():
     "params,match",
     [
         ({"alphas": [0.5, 0.1]}, "non-decreasing"),
-        ({"alphas": [-1]}, "non-negative"),
+        ({"alphas": [-1]}, "alphas must be None or a non-empty, non-decreasing sequence"),
         ({"eta": 0}, "eta"),
         ({"penalty_exponent": 1.5}, "penalty_exponent"),
         ({"max_iter": 0}, "max_iter"),

@@ -61,7 +61,9 @@ def test_spectral_max_iter_is_its_maxiter():
     assert after.tree_.params["maxiter"] == 5  # the pursuit's keyword, recorded in the tree
 
 
-@pytest.mark.parametrize("old, new", [("PDDP", PDDPClustering), ("DePDDP", DePDDPClustering), ("IPDDP", IPDDPClustering)])
+@pytest.mark.parametrize(
+    "old, new", [("PDDP", PDDPClustering), ("DePDDP", DePDDPClustering), ("IPDDP", IPDDPClustering)]
+)
 def test_old_class_names_warn_and_fit_alike(old, new):
     X = blobs()
     with pytest.warns(FutureWarning, match=f"{old} was renamed {new.__name__}"):
@@ -84,6 +86,38 @@ def test_random_state_none_is_seed_zero(name):
     X = blobs(1)
     cls = getattr(lowdens_dask, name)
     params = {"n_clusters": 3}
-    np.testing.assert_array_equal(
-        cls(**params).fit(X).labels_, cls(**params, random_state=0).fit(X).labels_
-    )
+    np.testing.assert_array_equal(cls(**params).fit(X).labels_, cls(**params, random_state=0).fit(X).labels_)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_every_parameter_has_its_constraints(cls):
+    """Each estimator declares one table (scikit-learn's ``_parameter_constraints`` form) with every parameter it
+    takes, an old name checked by its new name's; its default values satisfy it."""
+    from lowdens_dask.estimators._constraints import RENAMED, check_constraints
+
+    table = cls._parameter_constraints
+    old = {RENAMED[name] for name in table if name in RENAMED}
+    assert set(cls._get_param_names()) == set(table) | (old & set(cls._get_param_names()))
+    check_constraints(table, cls().get_params(), cls.__name__)
+
+
+def test_the_tables_option_values_are_the_librarys():
+    """The tables name some options as literals (the module imports only the standard library, for the command
+    line); they are the options the layers below define."""
+    from lowdens_dask.estimators._constraints import BANDWIDTH_RANGE, PARAMETER_CONSTRAINTS, StrOptions
+    from lowdens_dask.indices.minimum_density import BANDWIDTH_RANGE as INDEX_RANGE
+    from lowdens_dask.indices.spectral import LAPLACIANS, SIMILARITIES
+    from lowdens_dask.pursuit.msc import METRICS, WEIGHTS
+    from lowdens_dask.pursuit.spectral import SCHEMES
+    from lowdens_dask.pursuit.svm_relabel import GAMMA_RULES, PERTURBATIONS, SCHEDULES
+
+    def options(table, name):
+        return {o for c in PARAMETER_CONSTRAINTS[table][name] if isinstance(c, StrOptions) for o in c.options}
+
+    assert BANDWIDTH_RANGE == INDEX_RANGE
+    assert options("SCPP", "laplacian") == set(LAPLACIANS) and options("SCPP", "similarity") == set(SIMILARITIES)
+    assert options("SCPP", "scheme") == set(SCHEMES)
+    assert options("MSC", "weight") == set(WEIGHTS) and options("MSC", "metric") == set(METRICS)
+    assert options("SVMRelabelClustering", "gamma") == set(GAMMA_RULES)
+    assert options("SVMRelabelClustering", "perturbation") == set(PERTURBATIONS)
+    assert options("SVMRelabelClustering", "schedule") == set(SCHEDULES)

@@ -222,28 +222,28 @@ GOOD_VALUES = {
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(BAD_VALUES))
 def test_the_commands_table_of_method_values_agrees_with_the_estimators(name):
-    """Each method that takes a parameter of the table (METHOD_CONSTRAINTS) refuses the values the table refuses
-    and fits with the values it accepts, so that the command's early check and the estimators cannot drift."""
+    """Each method that takes one of these parameters refuses the bad values before the command's imports (by its
+    estimator's constraints table, ``method_constraints``) and in a fit, and fits with the good ones."""
     from lowdens_pipelines.parameter_names import PARAMETER_NAMES
 
     from lowdens_dask import METHODS
-    from lowdens_dask.estimators import check_method_values
-    from lowdens_dask.estimators._constraints import BANDWIDTH_RANGE, METHOD_CONSTRAINTS
+    from lowdens_dask.estimators import check_constraints, method_constraints
+    from lowdens_dask.estimators._constraints import BANDWIDTH_RANGE
     from lowdens_dask.indices.minimum_density import BANDWIDTH_RANGE as INDEX_RANGE
 
-    assert BANDWIDTH_RANGE == INDEX_RANGE and set(BAD_VALUES) == set(METHOD_CONSTRAINTS) == set(GOOD_VALUES)
+    assert BANDWIDTH_RANGE == INDEX_RANGE and set(BAD_VALUES) == set(GOOD_VALUES)
     X = two_blobs(60)
     methods = [method for method in METHODS if name in PARAMETER_NAMES.get(method, ())]
     assert methods, f"no method takes {name}"
     for method in methods:
         for value in BAD_VALUES[name]:
             with pytest.raises(ValueError, match=name):
-                check_method_values({name: value}, method)
+                check_constraints(method_constraints(method), {name: value}, method)
             with pytest.raises(ValueError, match=name), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 METHODS[method].clustering(n_clusters=2, random_state=0, **{name: value}).fit(X)
         for value in GOOD_VALUES[name]:
-            check_method_values({name: value}, method)
+            check_constraints(method_constraints(method), {name: value}, method)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 METHODS[method].clustering(n_clusters=2, random_state=0, **{name: value}).fit(X)

@@ -38,9 +38,9 @@ def test_parameter_names_are_the_estimators():
 
 @pytest.mark.parametrize("method", sorted(PARAMETER_NAMES))
 def test_a_scale_out_value_refused_before_the_imports_is_refused_by_the_estimator(method):
-    """What the command refuses before its imports (``check_scale_out_values``) each estimator that
-    has the parameter refuses too (the command refuses nothing a fit would take)."""
-    from lowdens_dask.estimators import check_params, check_scale_out_values
+    """What the command refuses before its imports (``method_constraints``: the table of the method's estimator)
+    each estimator that has the parameter refuses too (the command refuses nothing a fit would take)."""
+    from lowdens_dask.estimators import check_constraints, check_params, method_constraints
 
     bad = {"mode": "exakt", "nonfinite": "drop", "rows_per_microcluster": 0.5, "max_microclusters": 1, "refine": -1,
            "max_node_bytes": -3}  # fmt: skip
@@ -48,7 +48,7 @@ def test_a_scale_out_value_refused_before_the_imports_is_refused_by_the_estimato
         if name not in PARAMETER_NAMES[method]:
             continue
         with pytest.raises(ValueError) as before:
-            check_scale_out_values({name: value}, method)
+            check_constraints(method_constraints(method), {name: value}, method)
         with pytest.raises(ValueError) as fit:
             check_params(METHODS[method].clustering(**{name: value}))
         assert f"{name} must be" in str(before.value) and f"{name} must be" in str(fit.value), (before, fit)
@@ -144,7 +144,7 @@ def test_errors_that_need_the_file_or_a_method_value_come_before_the_imports(tmp
         "header only": (["h.csv"], "h.csv: the file has no data rows after the header line"),
         "text column": (["t.csv"], "t.csv: the columns ['b'] are not numeric; every column is a feature."),
         "bad bandwidth": (["p.csv", "--param", "bandwidth=-1"], "--param bandwidth=-1: must be None, 'silverman'"),
-        "bad alphas": (["p.csv", "--param", "alphas=[0.5,0.1]"], "--param alphas=[0.5,0.1]: must be a non-empty"),
+        "bad alphas": (["p.csv", "--param", "alphas=[0.5,0.1]"], "--param alphas=[0.5,0.1]: must be None or a non-empty"),
     }[case]
     for name, key in (("h.csv", "header only"), ("t.csv", "text column"), ("p.csv", "plain")):
         (tmp_path / name).write_text(files[key])
