@@ -16,7 +16,7 @@ that reaches the node, on which the node's split is also pursued while the sampl
 (memory-sized data; beyond, on the node's microclusters); in exact
 mode by passes over chunks, a sample of the node's rows (one pass).
 
-Where no pursued null is shipped (LMSC: see ``benchmarks/pursuit_null.py``; SCPP's is on a coarser grid of
+Where no pursued null is shipped (LMSC: see ``tools/pursuit_null.py``; SCPP's is on a coarser grid of
 dimensions, from 30 draws a cell), or a summary has no sample
 (one stored by an older version), the split is found on a random half of the node's points and tested on the
 other half (sample splitting, as in Cox, Biometrika 62(2), 1975): given the direction, the held-out half is an
@@ -226,7 +226,7 @@ def with_test(hp: Hyperplane, test_rows) -> Hyperplane:
 
 
 #: The shipped null distributions of the pursued split's dip (:func:`pursued_pvalue`), rebuilt by
-#: ``benchmarks/pursuit_null.py``.
+#: ``tools/pursuit_null.py``.
 PURSUIT_NULL = "pursuit_null.npz"
 
 #: The one-cluster shapes the pursued null is simulated from; a p-value is the largest of theirs.
@@ -291,7 +291,7 @@ def pursued_pvalue(method: str, statistic: float, n: float, d_eff: float) -> flo
     (:func:`participation_ratio`), where T is ``sqrt(n)`` times the largest dip among the projections on the
     directions of the valid splits the pursuit of ``method`` finds from its starts, 0 when none is valid.
 
-    The null is simulated (``benchmarks/pursuit_null.py``) from isotropic Gaussian and uniform-cube samples
+    The null is simulated (``tools/pursuit_null.py``) from isotropic Gaussian and uniform-cube samples
     (the dip's least favourable unimodal shape) at a grid of sizes and dimensions, each pursued with the index's
     defaults and all its starts, as on the data; the larger of the two shapes' p-values is returned. Per
     cell the table keeps the share of valid splits and the median and scale of their statistic; the tail

@@ -12,7 +12,7 @@ for some rows, very large for some, or spanning 1e-300 to 1e300. Properties of e
 
 Permuting the rows changes the order of floating-point sums, so the partition may change in near-tie
 cases; the test asserts it stays the same in at least ``MIN_PERMUTATION_AGREEMENT`` of the examples, and
-``benchmarks/fuzz.py`` reports the rate.
+``tools/fuzz.py`` reports the rate.
 
 The CI profile is derandomised with a fixed budget; ``LOWDENS_FUZZ_PROFILE=long`` runs the longer
 profile of the benchmark.
@@ -172,7 +172,7 @@ def test_permuted_rows_give_the_same_partition(name, kind):
 
     permutation_examples()
     report = os.environ.get("LOWDENS_FUZZ_REPORT")
-    if report:  # benchmarks/fuzz.py collects the rates
+    if report:  # tools/fuzz.py collects the rates
         with open(report, "a") as out:
             out.write(f"{name}\t{kind}\t{same}\t{total}\n")
     assert total == 0 or same / total >= MIN_PERMUTATION_AGREEMENT, f"{same} of {total} partitions kept"
