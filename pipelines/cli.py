@@ -829,7 +829,8 @@ def _method_params(args) -> int:
 
     estimator = METHODS[args.method].clustering()
     print(f"{type(estimator).__name__} (--method {args.method}); set with --param NAME=VALUE:")
-    params = estimator.get_params()
+    # the renamed parameters' old names (left at "deprecated") are not listed: they work for one release only
+    params = {name: value for name, value in estimator.get_params().items() if not str(value) == "deprecated"}
     # the command's own defaults where they differ from the library's (job.plan_run): --n-clusters auto, seed 0
     params.update({name: value for name, value in RUN_DEFAULTS.items() if name in params})
     for name, value in sorted(params.items()):

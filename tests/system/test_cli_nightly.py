@@ -134,6 +134,8 @@ def test_params_shows_the_commands_defaults(capsys):
     status, out, _ = lowdens(capsys, "params", "mdh")
     assert status == 0 and "  n_clusters=auto" in out and "  random_state=0" in out, out
     assert "  n_clusters=8" not in out and "  random_state=null" not in out
+    # the renamed parameters by their new names only (the old ones work for one release, unlisted)
+    assert "  max_iter=50" in out and "  leaf_order=size" in out and not any("deprecated" in line for line in out)
 
 
 @pytest.mark.parametrize("with_labels", [False, True], ids=["rows", "true labels"])
