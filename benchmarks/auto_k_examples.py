@@ -2,7 +2,7 @@
 
 1. Summary mode, small chunks, a common offset: 2,000 x 5 standard normal rows, ``X[:1000, 0] += 10``, plus 1e9,
    as a Dask array of 500-row chunks, ``MDHClustering(n_clusters="auto", mode="summary")``: 2 clusters.
-2. ``IPDDP(n_clusters="auto", mode="summary")`` on four clusters (``20 * np.eye(4)`` centres, unit variance,
+2. ``IPDDPClustering(n_clusters="auto", mode="summary")`` on four clusters (``20 * np.eye(4)`` centres, unit variance,
    6,000 rows) in irregular chunks (85, 425, 589, 1511, 453, 490, 15, 2032, 91, 309): 4 clusters.
 3. ``SCPPClustering(n_clusters="auto", mode="exact")`` on five unit-variance 2-D clusters centred at (0, 0),
    (15, 0), (0, 15), (15, 15), (30, 30), 1,500 rows in 500-row chunks: 5 clusters.
@@ -46,7 +46,7 @@ def ipddp_irregular_chunks():
     y = rng.integers(0, 4, 6000)
     X = 20 * np.eye(4)[y] + rng.standard_normal((6000, 4))
     chunks = ((85, 425, 589, 1511, 453, 490, 15, 2032, 91, 309), (4,))
-    model = ld.IPDDP(n_clusters="auto", mode="summary").fit(da.from_array(X, chunks=chunks))
+    model = ld.IPDDPClustering(n_clusters="auto", mode="summary").fit(da.from_array(X, chunks=chunks))
     return model.n_clusters_, 4, f"{model.n_clusters_} clusters"
 
 

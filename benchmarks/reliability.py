@@ -47,7 +47,7 @@ def cluster(**kwargs):
 def kills(args) -> None:
     import dask.array as da
 
-    from lowdens_dask import DePDDP, MDHClustering
+    from lowdens_dask import DePDDPClustering, MDHClustering
     from lowdens_dask.testing import kill_worker_at
 
     tmp = Path(tempfile.mkdtemp())
@@ -80,7 +80,7 @@ def kills(args) -> None:
         return np.asarray(model.fit(str(tmp / "X.zarr")).labels_)
 
     def exact_fit():
-        return DePDDP(n_clusters=3, mode="exact").fit(exact_X).labels_.compute()
+        return DePDDPClustering(n_clusters=3, mode="exact").fit(exact_X).labels_.compute()
 
     rows = []
     cl, client = cluster()
@@ -127,7 +127,7 @@ def kills(args) -> None:
         cl.close()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"Summary fit: {args.rows:,}x{D} float32 zarr, {chunks} chunks, MDHClustering(n_clusters={K}), labels_store.")
-    print(f"Exact fit: {len(Xe):,}x4 Dask array, 6 chunks, DePDDP(n_clusters=3, mode='exact').")
+    print(f"Exact fit: {len(Xe):,}x4 Dask array, 6 chunks, DePDDPClustering(n_clusters=3, mode='exact').")
     print(f"Clusters replaced because a restarted worker never registered: {replaced}.\n")
     print("| moment | task whose worker was killed | fit time (s) | tasks recomputed | e.g. | labels identical |")
     print("|---|---|---|---|---|---|")

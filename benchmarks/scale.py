@@ -213,8 +213,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", default="mdh", choices=tuple(METHODS),
                         help="divisive estimator to benchmark: a key of lowdens_dask.METHODS (default mdh)")
-    parser.add_argument("--split-index", default=None,
-                        help="the estimator's split_index (default: the estimator's own default)")
+    parser.add_argument("--leaf-order", "--split-index", dest="leaf_order", default=None,
+                        help="the estimator's leaf_order (split_index before; default: the estimator's own default)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="another estimator parameter (a Python literal; repeatable), e.g. min_side=0")
     parser.add_argument("--n", default="1e6,1e7")
@@ -227,8 +227,8 @@ def main(argv=None):
                         help="default: benchmarks/results/scale.md for mdh, scale-<method>.md otherwise")
     args = parser.parse_args(argv)
     estimator = METHODS[args.method].clustering
-    name = args.method + ("" if args.split_index is None else f"-{args.split_index}")
-    params = {} if args.split_index is None else {"split_index": args.split_index}
+    name = args.method + ("" if args.leaf_order is None else f"-{args.leaf_order}")
+    params = {} if args.leaf_order is None else {"leaf_order": args.leaf_order}
     for item in args.param:
         key, _, text = item.partition("=")
         try:
@@ -275,7 +275,7 @@ def main(argv=None):
     parts = [
         f"Estimator: `{estimator.__name__}(n_clusters={K}, random_state=0, labels_store=...)` "
         f"(`--method {args.method}`"
-        + ("" if args.split_index is None else f" `--split-index {args.split_index}`")
+        + ("" if args.leaf_order is None else f" `--leaf-order {args.leaf_order}`")
         + "".join(f" `--param {item}`" for item in args.param)
         + "), other parameters at their defaults. LocalCluster of single-thread worker processes, started afresh "
         f"for each row; cluster start-up and the warm-up fit (numba compilation in the workers) are excluded ({start_text}). "

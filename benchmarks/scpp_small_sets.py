@@ -1,7 +1,7 @@
 """SCPP and LMSC in memory on the bundled data sets, single thread, beside the R package SCPP (issue 44).
 
-Per bundled set: ``SCPPClustering(n_clusters=K, split_index="size-only")`` and
-``LMSCClustering(n_clusters=K, split_index="size-only")`` (the estimators of ``divisive.py``'s "scpp" variant;
+Per bundled set: ``SCPPClustering(n_clusters=K, leaf_order="size-only")`` and
+``LMSCClustering(n_clusters=K, leaf_order="size-only")`` (the estimators of ``divisive.py``'s "scpp" variant;
 K = the true number of classes) on the data as shipped with its constant columns dropped (the anchors' protocol;
 dropped before any timing), single thread (NUMBA/OMP/OPENBLAS/MKL_NUM_THREADS=1, set by this script before numpy
 loads unless already set), warm: one warm-up fit, whose labels are scored (the fit is deterministic), then the
@@ -53,8 +53,8 @@ from lowdens_dask.metrics import cluster_performance  # noqa: E402
 ANCHORS_FILE = "side-by-side-r.csv"
 #: Our estimator per method, and its rows in the anchors file: (the R package's method, our estimator's name).
 METHODS = {
-    "scpp": (lambda k: SCPPClustering(n_clusters=k, split_index="size-only"), ("scpp", "SCPPClustering")),
-    "lmsc": (lambda k: LMSCClustering(n_clusters=k, split_index="size-only"), (None, "LMSCClustering")),
+    "scpp": (lambda k: SCPPClustering(n_clusters=k, leaf_order="size-only"), ("scpp", "SCPPClustering")),
+    "lmsc": (lambda k: LMSCClustering(n_clusters=k, leaf_order="size-only"), (None, "LMSCClustering")),
 }
 #: The speed-up over the R package is a target only where the R package takes at least this long (seconds).
 R_MIN_SECONDS = 1.0

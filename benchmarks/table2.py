@@ -26,7 +26,7 @@ from harness import (
     write_markdown,
 )
 
-from lowdens_dask import MDH, PDDP, DePDDP
+from lowdens_dask import MDH, DePDDPClustering, PDDPClustering
 from lowdens_dask.datasets import load_dataset
 from lowdens_dask.metrics import binary_v_measure, success_ratio
 
@@ -75,7 +75,7 @@ def scores(y, labels):
 def run(names, reference):
     """Return {method: {dataset: dict(sr, vm, time)}}, plus the reference in method 'MDH (reference)'."""
     results = {m: {} for m in ("MDH", "PDDP", "dePDDP", "MDH (reference)")}
-    estimators = {"MDH": MDH, "PDDP": lambda: PDDP(n_clusters=2), "dePDDP": lambda: DePDDP(n_clusters=2)}
+    estimators = {"MDH": MDH, "PDDP": lambda: PDDPClustering(n_clusters=2), "dePDDP": lambda: DePDDPClustering(n_clusters=2)}
     warm = np.random.default_rng(0).normal(size=(200, 3))  # load/compile numba code before timing
     warm[:100, 0] += 6.0
     for make in estimators.values():
@@ -179,8 +179,8 @@ def main(argv=None):
     results = run(names, reference=not args.no_reference)
     parts = [
         "Binary partitioning (one split) on the paper's Table 2 data sets. Preprocessing for every data set: "
-        "constant columns dropped, then z-scored (ddof=1). `MDH()` at its defaults, `PDDP(n_clusters=2)`, "
-        "`DePDDP(n_clusters=2)`. SR = success ratio, V-m = binary V-measure (seed-mdh §7.2). "
+        "constant columns dropped, then z-scored (ddof=1). `MDH()` at its defaults, `PDDPClustering(n_clusters=2)`, "
+        "`DePDDPClustering(n_clusters=2)`. SR = success ratio, V-m = binary V-measure (seed-mdh §7.2). "
         f"Rows whose SR or V-m differs from the paper by more than {FLAG} are flagged. "
         "`chart` is the paper's \"synth\"; `wine` is scikit-learn's `load_wine`; our imageseg and optidigits "
         "copies have 2310 and 5620 rows against the paper's 2309 and 5618."
