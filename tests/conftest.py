@@ -1,7 +1,11 @@
 """Test session set-up: Prefect, for the tests that run flows without a server (its temporary server), gets
 its own home and database per test process, set before Prefect is imported (it reads its settings once), so
 that tests and xdist workers never share a database and nothing is written to ~/.prefect; the temporary
-servers are stopped at the end of the session; and ``s3_server``, an S3 server (moto) for the tests that use one."""
+servers are stopped at the end of the session; ``s3_server``, an S3 server (moto) for the tests that use one;
+``dask_cluster`` and ``dask_client``, one two-worker LocalCluster per test process (per xdist worker) for the tests
+that need a distributed cluster and do nothing to its workers; and a guard that closes the distributed clients a
+test module left registered (a client whose cluster has gone makes every later ``compute()`` in that process
+wait forever)."""
 
 import os
 import sys
@@ -66,3 +70,50 @@ def here(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """One LocalCluster for the session (two worker processes of one thread each), shared by the tests that run
+    on a distributed cluster without killing, pausing or resizing its workers (those make their own). Tests
+    connect to it with ``dask_client`` or through ``dask_cluster.scheduler_address``."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def dask_client(dask_cluster):
+    """A client of the session's cluster for one test, the default client while the test runs; the cluster has
+    both its workers when the test starts and holds no keys of an earlier test."""
+    from distributed import Client
+
+    with Client(dask_cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        yield client
+
+
+@pytest.fixture(scope="module", autouse=True)
+def close_clients_left_registered():
+    """Close the distributed clients a test module created and left registered when it ends (with a warning
+    that names the module), so that no later test in this process computes on a client whose cluster is gone."""
+    before = _registered_clients()
+    yield
+    left = [client for key, client in _registered_clients().items() if key not in before]
+    if left:
+        import warnings
+
+        warnings.warn(f"closing {len(left)} distributed client(s) left registered by the module", stacklevel=1)
+        for client in left:
+            try:
+                client.close(timeout=10)
+            except Exception:  # a client of a cluster that has gone: forgetting it is what matters
+                pass
+
+
+def _registered_clients() -> dict:
+    module = sys.modules.get("distributed.client")
+    if module is None:  # distributed never imported: no client anywhere
+        return {}
+    return dict(module._global_clients)

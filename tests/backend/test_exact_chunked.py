@@ -8,7 +8,6 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
 from sklearn.metrics import adjusted_rand_score
 from tolerances import argmin_atol, assert_within, rows_atol, sum_atol, sum_rtol
 
@@ -140,19 +139,19 @@ def test_estimators_in_exact_mode_match_in_memory_fits(make, chunks, max_node_by
         np.testing.assert_allclose(model.v_, ref.v_, atol=argmin_atol(FTOL))
 
 
+@pytest.mark.distributed
 @pytest.mark.slow
-def test_exact_mode_on_a_local_cluster_from_zarr(tmp_path):
+def test_exact_mode_on_a_local_cluster_from_zarr(dask_client, tmp_path):
     X = bimodal(n=4000, d=4, seed=3)
     X[7, 2] = np.nan
     zarr.create_array(str(tmp_path / "x.zarr"), data=X, chunks=(900, 4))
     finite = np.isfinite(X).all(axis=1)
     ref = MDHClustering(n_clusters=2).fit(X[finite])
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster):
-            model = MDHClustering(n_clusters=2, mode="exact")
-            with pytest.raises(ValueError, match="1 of 4000 rows with NaN"):
-                model.fit(str(tmp_path / "x.zarr"))
-            model.set_params(nonfinite="skip", labels_store=str(tmp_path / "labels.zarr")).fit(str(tmp_path / "x.zarr"))
+    # on the session's two-process LocalCluster (tests/conftest.py), its client the default
+    model = MDHClustering(n_clusters=2, mode="exact")
+    with pytest.raises(ValueError, match="1 of 4000 rows with NaN"):
+        model.fit(str(tmp_path / "x.zarr"))
+    model.set_params(nonfinite="skip", labels_store=str(tmp_path / "labels.zarr")).fit(str(tmp_path / "x.zarr"))
     labels = zarr.open_array(str(tmp_path / "labels.zarr"), mode="r")[:]
     assert labels[7] == -1 and model.n_nonfinite_ == 1
     np.testing.assert_array_equal(labels[finite], ref.labels_)

@@ -8,6 +8,8 @@ import zarr
 from cli_helpers import blobs as _blobs
 from lowdens_pipelines import RunsStore, job
 
+pytestmark = [pytest.mark.prefect]
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -30,15 +32,26 @@ def flow_on_local_cluster():
     return partial(recluster, cluster=LOCAL)
 
 
+def flow_on_session_cluster(dask_cluster):
+    """The flow on the session's LocalCluster (tests/conftest.py), through its address, as a deployment on a
+    standing cluster runs (test_lowdens_fit_runs_the_flow makes a cluster of its own)."""
+    from functools import partial
+
+    from lowdens_pipelines.flows import recluster
+
+    return partial(recluster, cluster={"address": dask_cluster.scheduler_address})
+
+
+@pytest.mark.distributed
 @pytest.mark.slow
-def test_recluster_persists_a_complete_run(data, tmp_path):
+def test_recluster_persists_a_complete_run(data, tmp_path, dask_cluster):
     from lowdens_pipelines import RunsStore
 
     from lowdens_dask import MDHClustering
 
     path, X, y = data
     store = str(tmp_path / "runs")
-    flow = flow_on_local_cluster()
+    flow = flow_on_session_cluster(dask_cluster)
     assert flow(path, n_clusters=3, store=store, run_id="night-1", true_labels=y.tolist()) == "night-1"
     run = RunsStore(store).get("night-1")
     labels = run.labels.compute()
@@ -105,6 +118,7 @@ def test_bad_input_fails_before_any_cluster_and_leaves_no_run(data, tmp_path, mo
     assert RunsStore(store).runs() == []
 
 
+@pytest.mark.distributed
 @pytest.mark.slow
 def test_lowdens_fit_runs_the_flow(data, tmp_path, capsys):
     from lowdens_pipelines import RunsStore
@@ -195,8 +209,9 @@ def test_a_deployment_run_refuses_a_relative_local_path(tmp_path, monkeypatch):
     refuse_relative_in_deployment(input_path="s3://b/x.zarr", store=str(tmp_path), true_labels=None)  # no error
 
 
+@pytest.mark.distributed
 @pytest.mark.slow
-def test_the_flow_retries_a_commit_that_failed_and_reuses_the_run_id(here, monkeypatch):
+def test_the_flow_retries_a_commit_that_failed_and_reuses_the_run_id(here, monkeypatch, dask_cluster):
     """Prefect's retries of the persist task (a transient failure before the commit marker): the attempt that
     never committed commits on the retry, under its run id; a second flow run at that id replaces the run (the
     flow's default, as before)."""
@@ -213,7 +228,7 @@ def test_the_flow_retries_a_commit_that_failed_and_reuses_the_run_id(here, monke
         claim(self)
 
     monkeypatch.setattr(Attempt, "_claim", flaky)
-    local = {"cluster_kwargs": {"n_workers": 1, "threads_per_worker": 1, "dashboard_address": ":0"}}
+    local = {"address": dask_cluster.scheduler_address}  # the session's LocalCluster (tests/conftest.py)
     assert recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local) == "night-1"
     assert failures and RunsStore("runs").get("night-1").url.endswith(failures[0])
     assert recluster("X.npy", n_clusters=2, store="runs", run_id="night-1", cluster=local) == "night-1"

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 import zarr
 
+pytestmark = [pytest.mark.prefect, pytest.mark.distributed]
+
 CENTRES = 8 * np.eye(6)[:4]
 
 

@@ -26,11 +26,10 @@ def mixture(n=30_000, k=4, d=6, seed=0):
     return X, y
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster) as c:
-            yield c
+@pytest.fixture
+def client(dask_client):
+    """A client of the session's two-process LocalCluster (tests/conftest.py), the default while the test runs."""
+    return dask_client
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +41,7 @@ def store(tmp_path_factory):
     return path, X, y
 
 
+@pytest.mark.distributed
 @pytest.mark.slow
 def test_fit_from_zarr_path_writes_chunk_aligned_labels(client, store, tmp_path):
     path, X, y = store
@@ -78,6 +78,7 @@ def test_row_chunks_follow_shards(tmp_path):
     assert as_dask_array(arr).chunks[0] == (2500,) * 4
 
 
+@pytest.mark.distributed
 def test_nonfinite_rows_raise_or_are_set_aside(client):
     X, y = mixture(n=12_000)
     X[[5, 700, 11_999], [0, 3, 5]] = [np.nan, np.inf, -np.inf]
@@ -183,6 +184,7 @@ def test_bad_summary_parameters():
         MDHClustering(mode="summary", refine=2).fit(X, sample_weight=np.ones(len(X)))
 
 
+@pytest.mark.distributed
 def test_mdh_from_zarr_path(client, store):
     """A single hyperplane in summary mode, with lazy predict/decision_function on the store."""
     from lowdens_dask import MDH
@@ -199,6 +201,7 @@ def test_mdh_from_zarr_path(client, store):
     assert all(len(g) == 1 for g in groups)  # no true cluster is cut
 
 
+@pytest.mark.distributed
 @pytest.mark.slow
 def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     """Issue 9: workers with memory_limit="400MB" and Dask's default memory thresholds (spill, pause,
@@ -249,22 +252,22 @@ def test_fit_over_a_store_three_times_a_workers_memory_limit(tmp_path):
     assert adjusted_rand_score(y, labels) > 0.99
 
 
+@pytest.mark.distributed
 @pytest.mark.slow
-def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store, monkeypatch):
+def test_tree_grows_as_named_dask_tasks_on_a_scheduler_address(store, monkeypatch, dask_cluster):
     """Works through a scheduler address; node splits (of summaries above TASK_MIN_ROWS) and chunk passes show up
     as named tasks."""
     from distributed import get_task_stream
 
     path, X, y = store
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
-        with Client(cluster.scheduler_address) as c:
-            with get_task_stream(c) as ts:  # a small summary: its tree grows in this process
-                MDHClustering(n_clusters=4, random_state=0, mode="summary").fit(f"{path}/X")
-            assert not any(str(t["key"]).startswith("lowdens-split-node-") for t in ts.data)
-            monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)
-            with get_task_stream(c) as ts:
-                model = MDHClustering(n_clusters=4, random_state=0, mode="summary").fit(f"{path}/X")
-                labels = model.labels_.compute()
+    with Client(dask_cluster.scheduler_address) as c:  # the session's LocalCluster (tests/conftest.py)
+        with get_task_stream(c) as ts:  # a small summary: its tree grows in this process
+            MDHClustering(n_clusters=4, random_state=0, mode="summary").fit(f"{path}/X")
+        assert not any(str(t["key"]).startswith("lowdens-split-node-") for t in ts.data)
+        monkeypatch.setattr(hyperplanes, "TASK_MIN_ROWS", 0)
+        with get_task_stream(c) as ts:
+            model = MDHClustering(n_clusters=4, random_state=0, mode="summary").fit(f"{path}/X")
+            labels = model.labels_.compute()
     names = {str(t["key"]) for t in ts.data}
     assert any(name.startswith("lowdens-split-node-") for name in names)
     starts = {name.split("-start-")[1][0] for name in names if name.startswith("lowdens-split-node-")}

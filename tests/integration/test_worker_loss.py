@@ -17,6 +17,8 @@ from lowdens_dask import DePDDPClustering, MDHClustering
 from lowdens_dask.growth import hyperplane_splitter as hyperplanes
 from lowdens_dask.testing import kill_worker_at
 
+pytestmark = [pytest.mark.distributed]
+
 ROWS, CHUNK = 200_000, 10_000  # 20 row chunks
 
 #: (key pattern, occurrence): the moment the worker is killed, in the order of the fit's phases

@@ -12,6 +12,8 @@ from lowdens_dask import (
 )
 from lowdens_dask.backend import WorkerMemoryError
 
+pytestmark = [pytest.mark.distributed]
+
 
 @pytest.mark.slow
 def test_workers_too_small_fail_instead_of_waiting():

@@ -15,6 +15,8 @@ import pytest
 import zarr
 from lowdens_pipelines import RunsStore
 
+pytestmark = [pytest.mark.prefect]
+
 #: The command, stopped in its fit (the fit hangs) after it printed "fitting": ``flow`` runs the recluster flow
 #: without a Prefect API (Prefect starts its temporary server), ``cli`` runs ``lowdens fit``.
 SCRIPT = """

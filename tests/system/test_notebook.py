@@ -118,6 +118,8 @@ def test_notebook_is_saved_valid_and_without_outputs():
     assert "LOWDENS_QUICKSTART_DIR" in code[0].source
 
 
+@pytest.mark.prefect
+@pytest.mark.distributed
 @pytest.mark.slow
 def test_notebook_runs_top_to_bottom(tmp_path):
     # One test, so that pytest-xdist never runs the notebook (a minute, with two Dask workers) twice. Under load:

@@ -9,6 +9,8 @@ import re
 import pytest
 from test_prefect_server import CRON, _deployment, _run, _serve, _stop, _tail, blobs, prefect_server  # noqa: F401
 
+pytestmark = [pytest.mark.prefect, pytest.mark.distributed]
+
 
 def _flow_run_logs(client, flow_run_id) -> list:
     """Every log line the server holds for the flow run and its task runs (and its subflow's), oldest first."""

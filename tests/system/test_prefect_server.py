@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 import zarr
 
+pytestmark = [pytest.mark.prefect, pytest.mark.distributed]
+
 SERVER_START_TIMEOUT = 180  # the first start migrates a new database; CI machines are slow
 DEPLOYMENT_TIMEOUT = 120
 RUN_TIMEOUT = 300

@@ -15,6 +15,7 @@ READ = (
 )
 
 
+@pytest.mark.prefect
 @pytest.mark.slow
 @pytest.mark.parametrize("given,expected", [(None, "120"), ("45", "45")])
 def test_the_flows_give_prefects_temporary_server_time_to_start(given, expected):

@@ -40,6 +40,7 @@ def test_readme_python_example_runs():
     assert namespace["restored"].n_leaves == namespace["tree"].n_leaves
 
 
+@pytest.mark.distributed
 @pytest.mark.slow
 @pytest.mark.skipif(not README.exists(), reason="README.md not found next to the tests")
 def test_readme_dask_example_runs_as_a_script(tmp_path):

@@ -190,6 +190,7 @@ class _Serve:
 OUTPUTS = ["pipe", "pipe-both", "terminal"]
 
 
+@pytest.mark.prefect
 @pytest.mark.slow
 def test_sigint_to_the_group_pauses_the_deployment_and_exits_130(prefect_api, small_npy, tmp_path):
     """The three outputs at once (each command takes seconds to start on a small machine)."""
