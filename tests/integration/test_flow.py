@@ -84,6 +84,7 @@ BAD_ARRAYS = {
 }
 
 
+@pytest.mark.slow  # the first flow run of a process starts Prefect's temporary server (20-40 s)
 @pytest.mark.parametrize(
     "kwargs, message",
     [
