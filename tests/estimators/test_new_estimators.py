@@ -344,7 +344,7 @@ def test_methods_registry(dermatology):
     X, _ = dermatology
     assert sorted(METHODS) == ["depddp", "ipddp", "lmsc", "mc", "mdh", "msc", "ncut", "pddp", "scpp", "svm-relabel"]
     for name, method in METHODS.items():
-        if name in ("scpp", "lmsc", "msc", "svm-relabel"):  # tests/test_scpp.py, test_msc.py, test_svm_relabel.py
+        if name in ("scpp", "lmsc", "msc", "svm-relabel"):  # tests/pursuit/test_scpp.py, test_msc.py, test_svm_relabel.py
             continue
         model = method.clustering(n_clusters=3).fit(X)
         assert model.n_clusters_ == 3, name

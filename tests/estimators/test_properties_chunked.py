@@ -12,7 +12,7 @@ Properties of every fit, in summary and exact mode:
 - exact mode gives the in-memory fit's labels, label for label (the hyperplane methods: SCPP's exact mode
   builds each node's microclusters from its rows' chunks, which memory does not).
 
-The CI profile of ``tests/test_properties.py`` applies (derandomised, a fixed budget).
+The CI profile of ``tests/estimators/test_properties.py`` applies (derandomised, a fixed budget).
 """
 
 import warnings

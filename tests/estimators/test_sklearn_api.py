@@ -40,7 +40,7 @@ from lowdens_dask import (
 #: seeded by row position (k-means++ draws rows by cumulative weight), so the two fits start from different
 #: directions; on the check's 15 points in 30 dimensions many directions reach the largest possible variance
 #: ratio (W - 1, both sides constant along the direction), so they end on different, equally optimal,
-#: hyperplanes. Unshuffled, weighted and repeated fits agree (tests/test_new_estimators.py).
+#: hyperplanes. Unshuffled, weighted and repeated fits agree (tests/estimators/test_new_estimators.py).
 MC_ROW_ORDER = "2-means start depends on row order; the check's data have many equally optimal directions"
 
 
@@ -53,13 +53,13 @@ def expected_failures(estimator):
         return {
             "check_classifiers_classes": UNLABELLED_IS_MINUS_ONE,
             # as MDH's, to the optimiser's tolerances: the weighted and the repeated rows' L-BFGS paths differ in the
-            # last digits and the b search amplifies it (tests/test_semi_supervised.py checks equivalence to 1e-2)
+            # last digits and the b search amplifies it (tests/pursuit/test_semi_supervised.py checks equivalence to 1e-2)
             "check_sample_weight_equivalence_on_dense_data": "equal to the optimiser's tolerance, not to 1e-7",
         }
     if isinstance(estimator, MDH):
         return {
             # Weighted and repeated fits agree to ~1e-6 relative (BFGS and the b search stop at finite
-            # tolerances; see tests/test_mdh.py::test_integer_weights_equal_repeated_rows), not 1e-7.
+            # tolerances; see tests/estimators/test_mdh.py::test_integer_weights_equal_repeated_rows), not 1e-7.
             "check_sample_weight_equivalence_on_dense_data": "equal to ~1e-6, the optimiser's tolerance",
         }
     if isinstance(estimator, (MCH, MCClustering, MCProjection)):

@@ -46,7 +46,7 @@ def local_threads():
 
 def test_every_method_is_registered_with_its_estimators():
     """Every hyperplane index has its estimators; the spectral methods (their own pursuit over l-dimensional
-    projections, tests/test_scpp.py) are registered beside them."""
+    projections, tests/pursuit/test_scpp.py) are registered beside them."""
     assert set(INDICES) == {"mdh", "pddp", "depddp", "ipddp", "ncut", "mc"}
     assert set(METHODS) == set(INDICES) | {"scpp", "lmsc", "msc", "svm-relabel"}
     for name, method in METHODS.items():

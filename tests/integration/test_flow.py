@@ -140,7 +140,7 @@ def test_lowdens_fit_runs_the_flow(data, tmp_path, capsys):
 def test_the_temporary_prefect_server_is_tied_to_the_flows_process(data):
     """Issue 22, point 4: the temporary server Prefect starts for flow runs without an API (the tests above ran
     on it) runs under lowdens' lifeline, so that it dies with this process even on kill -9
-    (tests/test_kill_9.py kills one)."""
+    (tests/system/test_kill_9.py kills one)."""
     import os
     import sys
 
@@ -189,7 +189,7 @@ def test_the_summary_artifact_shows_the_clusters_as_a_table(tmp_path, monkeypatc
 def test_a_deployment_run_refuses_a_relative_local_path(tmp_path, monkeypatch):
     """Issue 35, item 2: a flow run of a deployment (prefect.runtime's deployment id set) given a relative local
     path refuses it in one line before anything starts: the worker's working directory is nobody's choice. Run
-    outside a deployment, the flow makes it absolute (tests/test_paths.py)."""
+    outside a deployment, the flow makes it absolute (tests/system/test_paths.py)."""
     from lowdens_pipelines import flows
     from lowdens_pipelines.paths import refuse_relative_in_deployment
 

@@ -2,7 +2,7 @@
 server (tests/conftest.py's ``s3_server``, started once per session) configured with the standard AWS_* variables
 only, and the whole ``lowdens`` path against it: fit from s3:// into an s3:// runs store in summary and exact mode,
 runs list and show, predict, plot (what it reads; the drawing is tested locally), a damaged run. The two concurrent
-attempts at one run id and the damaged run of the store itself run on S3 too, in tests/test_runs_races.py (its
+attempts at one run id and the damaged run of the store itself run on S3 too, in tests/pipelines/test_runs_races.py (its
 ``store`` fixture's ``s3`` case)."""
 
 import contextlib
@@ -116,7 +116,7 @@ def test_show_predict_and_plot_a_run_on_s3(on_s3, monkeypatch):
     np.testing.assert_array_equal(da.from_zarr(predicted).compute(), run.labels.compute())
 
     # plot: the run, its input and its true labels read back from where the run records them (S3 for the first
-    # two); the drawing is tests/test_cli_plot.py's and tests/test_plots.py's (4 s of matplotlib here)
+    # two); the drawing is tests/system/test_cli_plot.py's and tests/package/test_plots.py's (4 s of matplotlib here)
     import lowdens_dask.plots
 
     given = []

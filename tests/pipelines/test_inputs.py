@@ -428,7 +428,7 @@ def test_a_parquet_folder_whose_files_differ_in_columns_is_one_line(here, capsys
 
 
 def test_a_parquet_folder_whose_files_differ_in_column_types(here, capsys):
-    """Found by tests/test_cli_input_generator.py. Before: a column int64 in the first file and double in another
+    """Found by tests/system/test_cli_input_generator.py. Before: a column int64 in the first file and double in another
     was read as int64 (1.5 read as 1, silently); nullable Int64 in another failed ("ufunc 'isfinite' not
     supported"). Now such columns are float64 in every file, and a column of text in one file is one line."""
     os.mkdir("types.parquet")

@@ -1,6 +1,6 @@
 """SCPP and LMSC (issue 11): the β schedule's stopping rule, the scale rules, the non-smooth step's direction,
 the split rule, and the estimators in memory, in summary mode and in exact mode on chunks (the objective, its
-compiled kernels and its gradients: tests/test_spectral_index.py)."""
+compiled kernels and its gradients: tests/indices/test_spectral_index.py)."""
 
 import math
 import time

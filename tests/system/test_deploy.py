@@ -446,7 +446,7 @@ def test_dockerfile():
     assert needed <= sources, f"not copied into the image: {needed - sources}"
     destination = {source.rstrip("/"): args[-1] for args in copies for source in args[:-1]}["pyproject.toml"]
     # ... and installed, with the Kubernetes integrations, in one pip call (one joint resolve) within the pins of
-    # deploy/constraints.txt (tests/test_image.py checks them), that is then checked.
+    # deploy/constraints.txt (tests/system/test_image.py checks them), that is then checked.
     runs = [args for op, args in instructions if op == "RUN"]
     (install,) = [run for run in runs if "pip install" in run]
     assert re.search(rf"pip install (-c|--constraint) \S+ {re.escape(destination.rstrip('/'))} ", install), install

@@ -1,7 +1,7 @@
 """The image starts warm and is reproducible (issue 35, item 4): the first demo in a fresh pod took 88 s against
 41 s warm, as numba compiled the kernels in every pod.
 
-Checked without a Docker daemon: deploy/Dockerfile is parsed (tests/test_deploy.py's parser) and must install every
+Checked without a Docker daemon: deploy/Dockerfile is parsed (tests/system/test_deploy.py's parser) and must install every
 package within the exact pins of deploy/constraints.txt, from a base image pinned by version, and compile the
 kernels at build time into numba's cache in the image, with the settings the pods run with. The cache itself is
 checked by running the warm-up command twice in a fresh ``NUMBA_CACHE_DIR``: the second process loads every kernel

@@ -1,6 +1,6 @@
 """Issue 35, item 1: the recluster flow run's logs reach the Prefect server (the UI shows them), while the terminal
 of ``lowdens serve`` stays quiet: a run served against a real ``prefect server start`` (as in
-tests/test_prefect_server.py), its logs read back through the API (``POST /logs/filter``): the input read, the
+tests/system/test_prefect_server.py), its logs read back through the API (``POST /logs/filter``): the input read, the
 mode and resolution, each split with its p-value, and the commit; and no ``distributed`` INFO line on the serving
 process's stderr."""
 

@@ -1,5 +1,5 @@
 """Issue 35, items 2 and 5, what ``lowdens serve`` registers, in this process and without a server (the serving
-itself is replaced by a stand-in; tests/test_prefect_server.py registers on a real server): the schedule's time zone,
+itself is replaced by a stand-in; tests/system/test_prefect_server.py registers on a real server): the schedule's time zone,
 a bad one refused first; local paths registered absolute; no setting of the registering host (its core count), the
 flow sizing its cluster on the host it runs on."""
 
@@ -102,7 +102,7 @@ def test_the_flow_sizes_an_auto_cluster_on_the_host_it_runs_on(monkeypatch):
 
 def test_serve_reports_each_run_once_when_it_starts_and_when_it_finishes():
     """Issue 53, item 9: ``lowdens serve`` says when its runs start and finish (the lines of its run watcher, here
-    from made-up runs; tests/test_prefect_server.py reads them from a real server's runs)."""
+    from made-up runs; tests/system/test_prefect_server.py reads them from a real server's runs)."""
     import datetime
     from types import SimpleNamespace
 
