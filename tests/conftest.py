@@ -19,6 +19,15 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """With ``-n`` and no ``--dist``, xdist's ``worksteal``: an idle worker takes queued tests from the busy one,
+    so that a run does not end on one worker still holding a queue of long tests (xdist's ``load`` otherwise).
+    Not in addopts, where ``--dist`` would break ``-p no:xdist``."""
+    if getattr(config.option, "numprocesses", None) and getattr(config.option, "dist", None) == "no":
+        config.option.dist = "worksteal"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def stop_prefect_temporary_servers():
     """Stop the temporary Prefect servers the flows started (Prefect stops them at exit, which pytest-xdist's

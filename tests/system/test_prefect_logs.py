@@ -7,7 +7,7 @@ process's stderr."""
 import re
 
 import pytest
-from test_prefect_server import CRON, _deployment, _run, _serve, _stop, _tail, blobs, prefect_server  # noqa: F401
+from test_prefect_server import CRON, _deployment, _run, _serve, _stop, _tail, blobs  # noqa: F401
 
 pytestmark = [pytest.mark.prefect, pytest.mark.distributed]
 
@@ -42,7 +42,7 @@ def _flow_run_logs(client, flow_run_id) -> list:
 
 
 @pytest.mark.slow
-def test_flow_run_logs_reach_the_server(prefect_server, blobs, tmp_path):  # noqa: F811 (the fixtures)
+def test_flow_run_logs_reach_the_server(prefect_server, blobs, tmp_path):  # noqa: F811 (blobs)
     import time
 
     from prefect.client.orchestration import get_client
@@ -50,7 +50,7 @@ def test_flow_run_logs_reach_the_server(prefect_server, blobs, tmp_path):  # noq
 
     path, _, _ = blobs
     store = str(tmp_path / "runs")
-    argv = [path, "--n-clusters", "auto", "--store", store, "--workers", "1", "--cron", CRON, "--name", "nightly"]
+    argv = [path, "--n-clusters", "auto", "--store", store, "--workers", "1", "--cron", CRON, "--name", "logged"]
     serve, log = _serve(argv, prefect_server, tmp_path)
 
     def failed(message: str) -> str:
@@ -58,7 +58,7 @@ def test_flow_run_logs_reach_the_server(prefect_server, blobs, tmp_path):  # noq
 
     try:
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
-            deployment = _deployment(client, "recluster/nightly", serve, failed)
+            deployment = _deployment(client, "recluster/logged", serve, failed)
             flow_run = _run(client, deployment, serve, failed, run_id="logged-1")
             # the logs are sent in batches: wait until the commit's line has come
             deadline = time.monotonic() + 30

@@ -4,6 +4,7 @@ with a cron schedule, the schedule checked through the API, a run triggered, wai
 the runs store; then both processes are stopped. With ``--incremental`` (issue 24), two scheduled runs: the
 second updates the first."""
 
+import datetime
 import json
 import os
 import signal
@@ -124,28 +125,6 @@ def _start_server(folder: Path) -> tuple[subprocess.Popen, str, Path]:
     )
     argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     return _start([*argv, "--analytics-off", "--no-ui"], env, folder, log), f"http://127.0.0.1:{port}/api", log
-
-
-@pytest.fixture
-def prefect_server(tmp_path):
-    """A real ``prefect server start`` on a free port: yields its API URL; stopped (and checked) at teardown."""
-    folder = tmp_path / "server"
-    folder.mkdir()
-    server, api_url, log = _start_server(folder)
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"prefect server start exited ({server.returncode}) before it was healthy:\n{_tail(log)}")
-            if _healthy(api_url):
-                break
-            if time.monotonic() > deadline:
-                pytest.fail(f"prefect server start not healthy after {SERVER_START_TIMEOUT} s:\n{_tail(log)}")
-            time.sleep(0.5)
-        yield api_url
-    finally:
-        _stop(server)
-    assert server.returncode is not None, "the Prefect server is still running"
 
 
 @pytest.fixture
@@ -298,7 +277,8 @@ def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
     )
     store = str(tmp_path / "runs")
     # no cluster option: the deployment's runs size their cluster on the host that runs them (issue 35, item 2)
-    argv = [path, "--n-clusters", "3", "--store", store, "--cron", CRON, "--name", "nightly"]
+    argv = [path, "--n-clusters", "3", "--store", store, "--cron", CRON, "--name", "incremental"]
+    started = datetime.datetime.now(datetime.timezone.utc)  # the server is the session's: only this test's runs count
     serve, log = _serve([*argv, "--incremental", "--refit-every", "3"], prefect_server, tmp_path)
 
     def failed(message: str) -> str:
@@ -306,15 +286,19 @@ def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
 
     try:
         with temporary_settings(updates={PREFECT_API_URL: prefect_server}), get_client(sync_client=True) as client:
-            deployment = _deployment(client, "recluster/nightly", serve, failed)
-            assert deployment.parameters["series"] == "nightly" and deployment.parameters["refit_every"] == 3
+            deployment = _deployment(client, "recluster/incremental", serve, failed)
+            assert deployment.parameters["series"] == "incremental" and deployment.parameters["refit_every"] == 3
             assert deployment.parameters["cluster"] == "auto"  # not this host's core count
             _run(client, deployment, serve, failed)  # night 1: the rows the fixture wrote
             zarr.create_array(path, data=X2, chunks=(1_000, 4), overwrite=True)  # night 2's rows
             _run(client, deployment, serve, failed)
             # no flow run's parameters hold a tree (issue 35, item 8: the update's subflow got its parent's tree as
             # JSON); the subflows name the runs they start from
-            flow_runs = [run for run in client.read_flow_runs() if run.state is not None and run.state.is_completed()]
+            flow_runs = [
+                run
+                for run in client.read_flow_runs()
+                if run.created >= started and run.state is not None and run.state.is_completed()
+            ]
             assert len(flow_runs) == 4, [run.name for run in flow_runs]  # 2 runs of recluster, 2 of its subflow
             for flow_run in flow_runs:
                 assert "nodes" not in json.dumps(flow_run.parameters), flow_run.parameters
@@ -325,7 +309,7 @@ def test_serve_incremental_on_a_prefect_server(prefect_server, blobs, tmp_path):
 
     second, first = RunsStore(store).runs()  # newest first
     assert first.parent is None and second.parent == first.run_id
-    assert first.attrs["series"] == second.attrs["series"] == "nightly"
+    assert first.attrs["series"] == second.attrs["series"] == "incremental"
     assert second.tree.n_updates == 1 and second.attrs["metrics"]["update"]["n_rows"] == 6_000
     assert second.attrs["params"] == first.attrs["params"] and second.summary.n_rows == 12_000
     labels = second.labels.compute()

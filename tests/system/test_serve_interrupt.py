@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from machine import scaled
-from test_prefect_server import _env, _healthy, _start_server, _tail  # the same server set-up
+from test_prefect_server import _env, _tail  # the same server set-up
 
 SERVER_START_TIMEOUT = 90  # on an idle machine; each wait is scaled by the machine's load (tests/machine.py)
 DEPLOYMENT_TIMEOUT = 60
@@ -41,18 +41,11 @@ def _kill_group(process: subprocess.Popen, timeout: float = 20) -> None:
             continue
 
 
-@pytest.fixture(scope="module")
-def prefect_api(tmp_path_factory):
-    server, api_url, log = _start_server(tmp_path_factory.mktemp("prefect-server"))
-    try:
-        deadline = time.monotonic() + scaled(SERVER_START_TIMEOUT)
-        while not _healthy(api_url):
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.skip(f"prefect server start did not come up (exit status {server.poll()}):\n{_tail(log)}")
-            time.sleep(0.5)
-        yield api_url
-    finally:
-        _kill_group(server)
+@pytest.fixture
+def prefect_api(prefect_server):
+    """The session's ``prefect server start`` (tests/system/conftest.py); the deployments here have names of their
+    own and their runs are read by deployment."""
+    return prefect_server
 
 
 @pytest.fixture(scope="module")
