@@ -315,10 +315,10 @@ def _params(pairs: list[str]) -> dict:
 def _cli_words(message: str, pairs: list[str]) -> str:
     """An estimator's message in the words of the command line: ``MDHClustering: mode must be ...; got 'exakt'``
     becomes ``--param mode=exakt: must be ...``, ``nonfinite='skip'`` ``--param nonfinite=skip``, ``n_clusters``
-    ``--n-clusters``; "or None" goes (the command line has no None)."""
+    ``--n-clusters``; "or None" goes (the command line has no None) and True or False are written as it takes them."""
     given = dict(pair.partition("=")[::2] for pair in pairs)
     name = re.match(r"^[\w-]+: (\w+) ", message)
-    message = re.sub(r"^[\w-]+: ", "", message).replace(" or None", "")
+    message = re.sub(r"^[\w-]+: ", "", message).replace(" or None", "").replace("True or False", "true or false")
     if name and name.group(1) in given:
         message = f"--param {name.group(1)}={given[name.group(1)]}: " + re.sub(
             r"; got .*$", ".", message[len(name.group(1)) + 1 :]

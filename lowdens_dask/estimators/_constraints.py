@@ -130,8 +130,12 @@ def _either(words: list[str]) -> str:
 
 
 def describe(constraints: Sequence) -> str:
-    """A parameter's legal values in words, as the errors say them."""
-    return _either([_words(constraint) for constraint in constraints])
+    """A parameter's legal values in words, as the errors say them (the options of a ``StrOptions`` one by one)."""
+    words = []
+    for constraint in constraints:
+        options = isinstance(constraint, StrOptions)
+        words.extend([repr(option) for option in constraint.options] if options else [_words(constraint)])
+    return _either(words)
 
 
 #: Parameters renamed in this release, new name -> old name: the old name still works for one release, with a
@@ -164,7 +168,9 @@ def check_constraints(constraints: Mapping[str, Sequence], params: Mapping[str, 
         else:
             legal = constraints.get(name)
         if legal is not None and not any(_holds(constraint, value) for constraint in legal):
-            raise ValueError(f"{owner}: {name} must be {describe(legal)}; got {value!r}.")
+            words = describe(legal)
+            why, _, words = words.partition(") ") if words.startswith("(") else ("", "", words)
+            raise ValueError(f"{owner}: {name}{f' {why})' if why else ''} must be {words}; got {value!r}.")
 
 
 # ---------------------------------------------------------------------------------------------------- the pieces
@@ -255,8 +261,19 @@ GROWTH = {
     "min_cluster_size": [Interval(Real, 0, None, "left")],
     "force_n_clusters": BOOLEAN,
     "max_clusters": [Interval(Integral, 1, None, "left"), None],
-    "significance_level": UNIT,
-    "decay": [Interval(Real, 0, 1, "left"), None],
+    "significance_level": [
+        Rule(
+            Interval(Real, 0, 1, "neither").holds,
+            "(the p-value below which n_clusters='auto' splits a leaf) a number strictly between 0 and 1",
+        )
+    ],
+    "decay": [
+        Rule(
+            Interval(Real, 0, 1, "left").holds,
+            "(the share of the old rows' weight each partial_fit takes away) a number in [0, 1)",
+        ),
+        None,
+    ],
 }
 #: The divisive estimators whose ``n_clusters`` is a number or "auto" (None is no stopping rule for them).
 GROWTH_TOLD_OR_AUTO = {

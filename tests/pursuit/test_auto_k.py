@@ -221,7 +221,7 @@ def test_auto_on_chunked_input(mode):
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"n_clusters": "automatic"}, "n_clusters must be a positive integer(, None)? or 'auto'; got 'automatic'"),
+        ({"n_clusters": "automatic"}, "n_clusters must be a positive integer(, 'auto' or None| or 'auto'); got 'automatic'"),
         ({"n_clusters": "auto", "max_clusters": 0}, "max_clusters must be a positive integer"),
         ({"n_clusters": "auto", "significance_level": 0.0}, "significance_level"),
         ({"n_clusters": "auto", "significance_level": 1.0}, "significance_level"),

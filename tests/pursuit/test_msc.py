@@ -319,11 +319,11 @@ def test_duplicates_float32_and_weights():
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"weight": "alpha4"}, "MSC: weight must be one of"),
-        ({"metric": "cosine"}, "MSC: metric must be one of"),
+        ({"weight": "alpha4"}, "MSC: weight must be 'alpha1', 'alpha2' or 'alpha3'"),
+        ({"metric": "cosine"}, "MSC: metric must be 'gaussian' or 'euclidean'"),
         ({"sigma2": 0.0}, "MSC: sigma2 must be None or a positive number"),
         ({"sigma2": np.nan}, "MSC: sigma2 must be None or a positive number"),
-        ({"solver": "lanczos"}, "MSC: solver must be one of"),
+        ({"solver": "lanczos"}, "MSC: solver must be 'auto', 'exact' or 'landmarks'"),
         ({"n_landmarks": 1}, "MSC: n_landmarks must be an integer >= 2"),
         ({"standardize": "yes"}, "MSC: standardize must be True or False"),
         ({"mode": "fast"}, "mode must be"),

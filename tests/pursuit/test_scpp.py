@@ -194,8 +194,8 @@ def test_registry_and_public_names():
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"laplacian": "rw"}, "laplacian must be one of"),
-        ({"scheme": "R"}, "scheme must be one of"),
+        ({"laplacian": "rw"}, "laplacian must be 'standard' or 'normalized'"),
+        ({"scheme": "R"}, "scheme must be 'package' or 'paper'"),
         ({"n_components": 0}, "n_components"),
         ({"betas": []}, "betas must be"),
         ({"scale_multiplier": 0}, "scale_multiplier"),

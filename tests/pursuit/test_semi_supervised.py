@@ -193,11 +193,11 @@ def test_not_a_clustering_method():
         ({}, "one-class", "at least two classes"),
         ({}, "fractional", "Unknown label type"),
         ({}, "short", "y must have shape"),
-        ({"alphas": (0.5, 1.5)}, "ok", "at most 1"),
+        ({"alphas": (0.5, 1.5)}, "ok", "alphas must be None or a non-empty, non-decreasing sequence of numbers in"),
         ({"gammas": (0.1, -1)}, "ok", "gammas must be"),
         ({"svm_C": 0}, "ok", "svm_C must be"),
         ({"starts": "pc1"}, "ok", "starts must be"),
-        ({"eta": 2}, "ok", "eta must lie"),
+        ({"eta": 2}, "ok", "eta must be a number in"),
     ],
 )
 def test_bad_input_is_rejected_with_a_clear_error(params, labels, message):

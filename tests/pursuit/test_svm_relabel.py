@@ -265,17 +265,17 @@ def test_support_vector_clustering_separates_blobs_and_rings():
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"C": -1}, "SVMRelabelClustering: C must be a number in"),
-        ({"gamma": "wide"}, "SVMRelabelClustering: gamma must be one of"),
-        ({"gamma": 0.0}, "SVMRelabelClustering: gamma must be a number in"),
+        ({"C": -1}, "SVMRelabelClustering: C must be a positive number"),
+        ({"gamma": "wide"}, "SVMRelabelClustering: gamma must be 'auto', 'median' or a positive number"),
+        ({"gamma": 0.0}, "SVMRelabelClustering: gamma must be 'auto', 'median' or a positive number"),
         ({"n_clusters": 0}, "SVMRelabelClustering: n_clusters must be a positive integer"),
         ({"min_cluster_fraction": 0.5}, "SVMRelabelClustering: min_cluster_fraction must be"),
         ({"relabel_fraction": 0.0}, "SVMRelabelClustering: relabel_fraction must be"),
         ({"beta": 1.5}, "SVMRelabelClustering: beta must be"),
-        ({"perturbation": "random"}, "SVMRelabelClustering: perturbation must be one of"),
-        ({"schedule": "linear"}, "SVMRelabelClustering: schedule must be one of"),
+        ({"perturbation": "random"}, "SVMRelabelClustering: perturbation must be 'variable' or 'constant'"),
+        ({"schedule": "linear"}, "SVMRelabelClustering: schedule must be 'geometric' or 'paper_literal'"),
         ({"annealing": "yes"}, "SVMRelabelClustering: annealing must be True or False"),
-        ({"max_points": 1}, "SVMRelabelClustering: max_points must be at least 2"),
+        ({"max_points": 1}, "SVMRelabelClustering: max_points must be an integer >= 2"),
         ({"mode": "exact"}, "SVMRelabelClustering: mode must be 'auto' or 'summary'"),
     ],
 )
@@ -290,7 +290,7 @@ def test_bad_parameters_are_refused(params, message):
     [
         ({"bsv_fraction": 2.0}, "SupportVectorClustering: bsv_fraction must be"),
         ({"outliers": "drop"}, "SupportVectorClustering: outliers must be"),
-        ({"n_segment_points": 1}, "SupportVectorClustering: n_segment_points must be at least 2"),
+        ({"n_segment_points": 1}, "SupportVectorClustering: n_segment_points must be an integer >= 2"),
         ({"gamma": -1.0}, "SupportVectorClustering: gamma must be"),
     ],
 )
