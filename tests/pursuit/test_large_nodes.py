@@ -1,7 +1,6 @@
 """MDH on large nodes in memory (issue 44): the kernel sums on the window of b, the fine binned Newton steps and
 their error bound, and the continuation's early stages on a sample, against independent formulas and full fits."""
 
-import math
 
 import numpy as np
 import pytest
